@@ -2,6 +2,10 @@
 
 A dimension of ``None`` is unknown; a ``shape`` of ``None`` means the rank is unknown too.
 Used by ``distribute.function`` input signatures and by ``Dataset.element_spec``.
+
+torch has no string tensors, so the input pipeline represents a string scalar as ``bytes``
+and a string tensor as a numpy array of ``bytes`` objects (``dtype=object``); their spec has
+the dtype :data:`string`.
 """
 
 from __future__ import annotations
@@ -11,9 +15,35 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
-__all__ = ["TensorSpec", "as_dtype"]
+__all__ = ["TensorSpec", "as_dtype", "string"]
 
 Shape = Optional[Tuple[Optional[int], ...]]
+
+
+
+class StringDType:
+    """The dtype of string values (``bytes`` scalars, numpy arrays of ``bytes``)."""
+
+    _instance: Optional["StringDType"] = None
+
+    def __new__(cls) -> "StringDType":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "distribute.string"
+
+    def __reduce__(self) -> str:
+        return "string"
+
+
+string = StringDType()
+"""The string dtype (``tf.string``): elements are ``bytes``, string tensors numpy ``bytes`` arrays."""
+
+DType = Union[torch.dtype, StringDType]
+
+_STRING_NAMES = ("string", "str", "bytes", "tf.string")
 
 _DTYPE_NAMES = {
     "float16": torch.float16, "half": torch.float16, "bfloat16": torch.bfloat16,
@@ -24,10 +54,15 @@ _DTYPE_NAMES = {
 }
 
 
-def as_dtype(dtype: Any) -> torch.dtype:
-    """Converts a torch dtype, numpy dtype, Python type or name ('int64') to a torch dtype."""
-    if isinstance(dtype, torch.dtype):
+def as_dtype(dtype: Any) -> DType:
+    """Converts a torch dtype, numpy dtype, Python type or name ('int64') to a torch dtype.
+
+    ``str``, ``bytes``, ``"string"`` and numpy string dtypes give :data:`string`.
+    """
+    if isinstance(dtype, (torch.dtype, StringDType)):
         return dtype
+    if dtype in (str, bytes) or (isinstance(dtype, str) and dtype in _STRING_NAMES):
+        return string
     if dtype is float:
         return torch.float32
     if dtype is int:
@@ -42,6 +77,8 @@ def as_dtype(dtype: Any) -> torch.dtype:
         name = None
     if name in _DTYPE_NAMES:
         return _DTYPE_NAMES[name]
+    if name is not None and np.dtype(dtype).kind in "SUO":
+        return string
     raise TypeError(
         f"Expected a dtype (a torch.dtype, numpy dtype or a name such as 'float32'), "
         f"received {dtype!r}."
@@ -92,7 +129,15 @@ class TensorSpec:
 
     @classmethod
     def from_tensor(cls, tensor: Any, name: Optional[str] = None) -> "TensorSpec":
-        """The fully known spec of a tensor (numpy arrays and numbers are converted)."""
+        """The fully known spec of a tensor (numpy arrays and numbers are converted).
+
+        ``bytes`` and ``str`` give a scalar :data:`string` spec, numpy string or object
+        arrays a :data:`string` spec of their shape.
+        """
+        if isinstance(tensor, (bytes, str)):
+            return cls((), string, name)
+        if isinstance(tensor, np.ndarray) and tensor.dtype.kind in "SUO":
+            return cls(tensor.shape, string, name)
         if not isinstance(tensor, torch.Tensor):
             tensor = torch.as_tensor(tensor)
         return cls(tuple(tensor.shape), tensor.dtype, name)
@@ -103,8 +148,8 @@ class TensorSpec:
         return self._shape
 
     @property
-    def dtype(self) -> torch.dtype:
-        """The torch dtype."""
+    def dtype(self) -> DType:
+        """The torch dtype, or :data:`string`."""
         return self._dtype
 
     @property
@@ -124,7 +169,7 @@ class TensorSpec:
     def is_compatible_with(self, other: Any) -> bool:
         """True if ``other`` (a spec or a tensor) could be described by this spec."""
         if not isinstance(other, TensorSpec):
-            if not isinstance(other, torch.Tensor):
+            if not isinstance(other, (torch.Tensor, bytes, np.ndarray)):
                 return False
             other = TensorSpec.from_tensor(other)
         return self._dtype == other._dtype and _dims_compatible(self._shape, other._shape)

@@ -1,0 +1,99 @@
+"""The default strategy: what ``get_strategy()`` returns outside any scope.
+
+One replica, no distribution: ``run`` calls the function directly, reductions return their
+input, variables are plain ``distribute.Variable``s. Code written for a strategy therefore
+runs unchanged without one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+import torch
+
+from distribute._core import context
+from distribute._core.reduce_op import ReduceOp
+from distribute._core.replica_context import ValueContext
+from distribute._core.strategy import Strategy, StrategyExtended
+
+__all__ = ["DefaultStrategy"]
+
+_SINGLETON_ERROR = "Should only create a single instance of _DefaultDistributionStrategy"
+
+
+class DefaultStrategy(Strategy):
+    """The single-replica strategy used when no other strategy is in scope."""
+
+    def __init__(self) -> None:
+        raise RuntimeError(_SINGLETON_ERROR + "; use distribute.get_strategy() outside any scope.")
+
+    @classmethod
+    def _create(cls) -> "DefaultStrategy":
+        self = object.__new__(cls)
+        Strategy.__init__(self, DefaultExtended(self))
+        return self
+
+    def run(self, fn: Callable, args: Any = (), kwargs: Any = None, options: Any = None) -> Any:
+        if type(args) is not tuple and not isinstance(args, (list, tuple)):
+            raise ValueError(f"positional args must be a list or tuple, got {type(args)}")
+        s = context._state.stack
+        if s and s[-1].strategy is not self:
+            mode = s[-1]
+            raise RuntimeError(f"Mixing different distribute.Strategy objects: {self} is not {mode.strategy}")
+        if kwargs:
+            return fn(*args, **kwargs)
+        return fn(*args)
+
+    def __deepcopy__(self, memo: dict) -> "DefaultStrategy":
+        raise RuntimeError(_SINGLETON_ERROR)
+
+    def __repr__(self) -> str:
+        return "<distribute._DefaultDistributionStrategy>"
+
+
+class DefaultExtended(StrategyExtended):
+    """The default strategy's extended API: single replica, identity collectives."""
+
+    @property
+    def worker_devices(self) -> tuple:
+        raise RuntimeError("worker_devices() method unsupported by default distribute.Strategy.")
+
+    @property
+    def parameter_devices(self) -> tuple:
+        raise RuntimeError("parameter_devices() method unsupported by default distribute.Strategy.")
+
+    def _run(self, fn: Callable, args: Any, kwargs: Dict[str, Any]) -> Any:
+        return fn(*args, **kwargs)
+
+    def _reduce_to(self, op: ReduceOp, value: Any, destinations: Any, options: Any) -> Any:
+        return value
+
+    def _broadcast_to(self, tensor: Any, destinations: Any) -> Any:
+        if destinations is None or not isinstance(tensor, torch.Tensor):
+            return tensor
+        device = getattr(destinations, "device", destinations)
+        return tensor.to(device if not isinstance(device, str) else _torch_device(device))
+
+    def _distribute_values_from_function(self, value_fn: Callable) -> Any:
+        return value_fn(ValueContext())
+
+    def _merge_call(self, ctx: Any, merge_fn: Callable, args: tuple, kwargs: dict) -> Any:
+        return context.default_replica_context().merge_call(merge_fn, args, kwargs)
+
+    def _replica_all_reduce(self, ctx: Any, op: ReduceOp, value: Any, options: Any) -> Any:
+        return value
+
+    def _replica_all_gather(self, ctx: Any, value: Any, axis: int, options: Any) -> Any:
+        return value
+
+    def _create_variable(self, factory: Callable[..., Any], **kwargs: Any) -> Any:
+        return factory(**kwargs)
+
+    def variable_created_in_scope(self, v: Any) -> bool:
+        return getattr(v, "_distribute_strategy", None) is None
+
+
+def _torch_device(name: str) -> torch.device:
+    from distribute._core.devices import canonicalize
+
+    return canonicalize(name).torch_device

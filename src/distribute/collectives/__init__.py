@@ -1,0 +1,1 @@
+"""How tensors move between replicas: cross-device ops and communication options."""

@@ -1,0 +1,223 @@
+"""Iterators: the stateful side of a pipeline, whose position can be saved and restored.
+
+A :class:`~distribute.data.Dataset` is an immutable description; ``iter(dataset)`` builds a
+tree of internal iterators, one per node, and wraps its root in an :class:`Iterator`.
+
+Every internal iterator implements :class:`IteratorImpl`: ``next()`` returns an element or
+:data:`END`, ``next_rows(n)`` returns up to ``n`` elements already batched (nodes that hold
+in-memory rows answer it with tensor slicing, the bulk path), and ``get_state()`` /
+``set_state()`` turn the position into plain data: ints, floats, strings, bools, lists, dicts
+and tensors, never arbitrary objects, so a state dict can be saved without pickle.
+
+Randomness is derived, never drawn from global state: each top-level iterator has a ``seed``
+(the user's, or a random one drawn once and kept in the state) and each sub-iterator a
+``salt`` that says where it sits (which repeat epoch, which interleave input), so a restored
+iterator recomputes exactly the random choices the original would have made.
+"""
+
+from __future__ import annotations
+
+import random
+import weakref
+from typing import TYPE_CHECKING, Any, Dict, List, Optional as Opt
+
+from distribute.data import _structure
+from distribute.data._common import END
+from distribute.data.optional import Optional
+from distribute.errors import InvalidArgumentError, OutOfRangeError
+
+if TYPE_CHECKING:
+    from distribute.data.dataset import Dataset
+    from distribute.data.options import Options
+
+__all__ = ["END", "IterContext", "Iterator", "IteratorImpl", "mix"]
+
+STATE_FORMAT = "distribute.data.Iterator/1"
+_MASK64 = (1 << 64) - 1
+
+
+def mix(*values: int) -> int:
+    """A deterministic 63-bit hash of integers (splitmix64 steps), for seeds and salts."""
+    state = 0x9E3779B97F4A7C15
+    for value in values:
+        state = (state ^ (value & _MASK64)) & _MASK64
+        state = (state + 0x9E3779B97F4A7C15) & _MASK64
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+        state = z ^ (z >> 31)
+    return state >> 1
+
+
+class IterContext:
+    """What an internal iterator needs to know beyond its dataset: options, seed and salt."""
+
+    __slots__ = ("options", "seed", "salt")
+
+    def __init__(self, options: "Options", seed: int, salt: int) -> None:
+        self.options = options
+        self.seed = seed
+        self.salt = salt
+
+    def derive(self, *keys: int) -> "IterContext":
+        """The context of a sub-iterator identified by ``keys`` (an epoch, an input index)."""
+        return IterContext(self.options, self.seed, mix(self.salt, *keys))
+
+
+class IteratorImpl:
+    """Base of the per-node internal iterators (not public)."""
+
+    op = "iterator"
+    fast_rows = False
+
+    def next(self) -> Any:
+        """The next element, or :data:`END`."""
+        raise NotImplementedError(f"{type(self).__name__} must implement next()")
+
+    def next_rows(self, n: int) -> Any:
+        """Between 1 and ``n`` next elements stacked into one batched element, or END."""
+        elements: List[Any] = []
+        for _ in range(n):
+            element = self.next()
+            if element is END:
+                break
+            elements.append(element)
+        if not elements:
+            return END
+        return _structure.batch_elements(elements, _structure.Structure(elements[0]))
+
+    def get_state(self) -> Dict[str, Any]:
+        """The position as plain data."""
+        return {"op": self.op, **self._state()}
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        """Restores a position saved by :meth:`get_state` from an iterator of the same node."""
+        if not isinstance(state, dict) or state.get("op") != self.op:
+            found = state.get("op") if isinstance(state, dict) else type(state).__name__
+            raise InvalidArgumentError(
+                f"The state does not belong to this pipeline: expected the state of a "
+                f"{self.op!r} node, found {found!r}. Restore a state only into an iterator of "
+                f"the same pipeline (same transformations in the same order)."
+            )
+        self._restore(state)
+
+    def _state(self) -> Dict[str, Any]:
+        return {}
+
+    def _restore(self, state: Dict[str, Any]) -> None:
+        pass
+
+    def close(self) -> None:
+        """Releases threads, files and sub-iterators."""
+
+
+def _always_end() -> Any:
+    return END
+
+
+class Iterator:
+    """Iterates a dataset; its position can be saved and restored (``tf.data.Iterator``).
+
+    ``next()`` raises ``StopIteration`` at the end; :meth:`get_next` raises
+    :class:`~distribute.errors.OutOfRangeError`. Background threads (prefetch, parallel map)
+    stop when the iterator is closed or garbage-collected. An iterator is not thread-safe.
+
+    Example:
+        >>> it = iter(Dataset.range(10).shuffle(10, seed=1).batch(4))
+        >>> first = next(it)
+        >>> state = it.state_dict()            # plain data and tensors
+        >>> again = iter(Dataset.range(10).shuffle(10, seed=1).batch(4))
+        >>> again.load_state_dict(state)
+        >>> bool((next(again) == next(it)).all())
+        True
+    """
+
+    def __init__(self, dataset: "Dataset") -> None:
+        self._dataset = dataset
+        self._options = dataset.options()
+        self._impl: Opt[IteratorImpl] = None
+        self._finalizer: Opt[weakref.finalize] = None
+        self._build(random.getrandbits(63), dataset._next_iteration_salt())
+
+    def _build(self, seed: int, salt: int) -> None:
+        self.close()
+        self._seed, self._salt = seed, salt
+        impl = self._dataset._make_iterator(IterContext(self._options, seed, salt))
+        self._impl = impl
+        self._next = impl.next
+        self._finalizer = weakref.finalize(self, impl.close)
+
+    @property
+    def element_spec(self) -> Any:
+        """The structure of TensorSpecs of the elements (as the dataset's)."""
+        return self._dataset.element_spec
+
+    def __iter__(self) -> "Iterator":
+        return self
+
+    def __next__(self) -> Any:
+        element = self._next()
+        if element is END:
+            self._next = _always_end
+            raise StopIteration
+        return element
+
+    def get_next(self) -> Any:
+        """The next element; raises :class:`~distribute.errors.OutOfRangeError` at the end."""
+        element = self._next()
+        if element is END:
+            self._next = _always_end
+            raise OutOfRangeError("End of sequence")
+        return element
+
+    def get_next_as_optional(self) -> Optional:
+        """The next element wrapped in an :class:`Optional`, empty at the end."""
+        element = self._next()
+        if element is END:
+            self._next = _always_end
+            return Optional.empty(self._dataset.element_spec)
+        return Optional.from_value(element)
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The position as plain data (ints, strings, lists, dicts) and tensors.
+
+        Elements already read ahead (a prefetch buffer, a shuffle buffer, parallel map
+        results) are part of the state, so nothing is lost or repeated on restore.
+        """
+        if self._impl is None:
+            raise InvalidArgumentError("The iterator is closed; its state cannot be saved.")
+        exhausted = self._next is _always_end
+        return {
+            "format": STATE_FORMAT, "seed": self._seed, "salt": self._salt,
+            "exhausted": exhausted, "pipeline": self._impl.get_state(),
+        }
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Continues from a position saved by :meth:`state_dict` of the same pipeline."""
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            raise InvalidArgumentError(
+                f"Expected a state dict made by Iterator.state_dict() (format "
+                f"{STATE_FORMAT!r}); received {type(state).__name__} with format "
+                f"{state.get('format') if isinstance(state, dict) else None!r}."
+            )
+        self._build(int(state["seed"]), int(state["salt"]))
+        self._impl.set_state(state["pipeline"])
+        if state.get("exhausted"):
+            self._next = _always_end
+
+    def close(self) -> None:
+        """Stops background threads and releases files; later calls to next() end."""
+        if self._finalizer is not None:
+            self._finalizer()
+            self._finalizer = None
+        self._impl = None
+        self._next = _always_end
+
+    def __enter__(self) -> "Iterator":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<distribute.data.Iterator over {self._dataset!r}>"

@@ -1,0 +1,97 @@
+"""Infers the element_spec of a user function's output without a graph to trace.
+
+tf.data traces a function symbolically; here the function is called on two placeholder
+elements built from the input spec: unknown dimensions are 1 in the first and 2 in the
+second, values are ones in the first and twos in the second. A dimension that differs
+between the two outputs is unknown (``None``). When the function cannot run on placeholders
+(it parses strings, say), the spec is read from the first real element instead, with every
+dimension unknown. Python side effects of the function may therefore run once or twice more.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Optional
+
+import numpy as np
+import torch
+
+from distribute._core import nest
+from distribute._core.tensor_spec import TensorSpec, string
+from distribute.data import _structure
+from distribute.errors import InvalidArgumentError
+
+__all__ = ["merge_specs", "placeholder", "probe_spec", "unknown_dims"]
+
+
+def _placeholder_leaf(spec: TensorSpec, variant: int) -> Any:
+    shape = spec.shape if spec.shape is not None else ()
+    dims = [variant if d is None else d for d in shape]
+    if spec.dtype is string:
+        value = str(variant).encode()
+        if not dims:
+            return value
+        out = np.empty(int(np.prod(dims)), dtype=object)
+        out[:] = [value] * out.size
+        return out.reshape(dims)
+    if spec.dtype == torch.bool:
+        return torch.ones(dims, dtype=torch.bool)
+    return torch.full(dims, variant, dtype=spec.dtype)
+
+
+def placeholder(spec: Any, variant: int) -> Any:
+    """An element matching ``spec``: unknown dims and values are ``variant`` (1 or 2)."""
+    return nest.map_structure(lambda s: _placeholder_leaf(s, variant), spec)
+
+
+def _merge_leaf(a: TensorSpec, b: TensorSpec) -> TensorSpec:
+    if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
+        return TensorSpec(None, a.dtype)
+    return TensorSpec(tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), a.dtype)
+
+
+def merge_specs(a: Any, b: Any) -> Any:
+    """Leaf-wise: dimensions that agree are kept, the others become None."""
+    return nest.map_structure(_merge_leaf, a, b)
+
+
+def unknown_dims(spec: Any) -> Any:
+    """The same specs with every dimension unknown (rank kept)."""
+    return nest.map_structure(
+        lambda s: TensorSpec(None if s.shape is None else (None,) * len(s.shape), s.dtype), spec
+    )
+
+
+def _run(fn: Callable[[Any], Any], input_spec: Any, variant: int) -> Any:
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        return fn(placeholder(input_spec, variant))
+
+
+def probe_spec(fn: Callable[[Any], Any], input_spec: Any,
+               fallback: Optional[Callable[[], Any]] = None) -> Any:
+    """The spec of ``fn``'s output, where ``fn`` maps an element to a spec structure."""
+    try:
+        first = _run(fn, input_spec, 1)
+        second = _run(fn, input_spec, 2)
+        if not nest.same_structure(first, second):
+            raise InvalidArgumentError("the function returns different structures for different inputs")
+        return merge_specs(first, second)
+    except Exception as exc:  # the function may not run on placeholders; fall back below
+        if fallback is None:
+            raise
+        try:
+            return unknown_dims(fallback())
+        except StopIteration:
+            raise InvalidArgumentError(
+                f"Cannot infer the element_spec: the function does not run on placeholder "
+                f"inputs ({type(exc).__name__}: {exc}) and the dataset has no element to read "
+                f"it from."
+            ) from exc
+
+
+def output_spec(fn: Callable[..., Any], what: str) -> Callable[[Any], Any]:
+    """Wraps a user function so it returns the spec of its normalised output."""
+    def spec_of_output(element: Any) -> Any:
+        return _structure.spec_of(_structure.normalize(_structure.call(fn, element), what))
+    return spec_of_output

@@ -1,0 +1,79 @@
+"""Dataset.from_tensor_slices: one element per row of in-memory tensors.
+
+A random-access source: ``batch`` slices the tensors, ``shuffle`` gathers rows by index.
+Per-element access yields views of the source rows; batches are copies.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+
+from distribute._core import nest
+from distribute._core.tensor_spec import TensorSpec
+from distribute.data import _structure
+from distribute.data.dataset import Dataset
+from distribute.data.ops._random_access import RandomAccess
+from distribute.errors import InvalidArgumentError
+
+__all__ = ["TensorSliceDataset"]
+
+
+class _Slices(RandomAccess):
+    returns_views = True
+
+    def __init__(self, tensors: Any, length: int) -> None:
+        self.length = length
+        self._tensors = tensors
+
+    def rows(self, start: int, stop: int) -> Any:
+        return _structure.slice_rows(self._tensors, start, stop)
+
+    def gather(self, index: torch.Tensor) -> Any:
+        return _structure.index_rows(self._tensors, index)
+
+
+def _check_rows(tensors: Any) -> int:
+    leaves = nest.flatten(tensors)
+    paths = [p for p, _ in nest.flatten_with_paths(tensors)]
+    for path, leaf in zip(paths, leaves):
+        if isinstance(leaf, bytes) or getattr(leaf, "ndim", 0) == 0:
+            raise InvalidArgumentError(
+                f"from_tensor_slices needs every component to have at least one dimension to "
+                f"slice; the component at {path or 'the top'} is a scalar. Use from_tensors() "
+                f"for a single element."
+            )
+    sizes = [len(leaf) for leaf in leaves]
+    if len(set(sizes)) > 1:
+        detail = ", ".join(f"{p or 'top'}: {s}" for p, s in zip(paths, sizes))
+        raise InvalidArgumentError(
+            f"from_tensor_slices needs every component to have the same size in its first "
+            f"dimension; received sizes {detail}. Give every component the same number of rows."
+        )
+    return sizes[0]
+
+
+class TensorSliceDataset(Dataset):
+    """``Dataset.from_tensor_slices(tensors)``; the source is the attribute ``tensors``."""
+
+    _op = "from_tensor_slices"
+
+    def __init__(self, tensors: Any, name: Optional[str] = None) -> None:
+        self.tensors = _structure.normalize(tensors, "from_tensor_slices")
+        if nest.is_nested(self.tensors) and not nest.flatten(self.tensors):
+            raise InvalidArgumentError("from_tensor_slices needs at least one component; received an empty structure.")
+        self._length = _check_rows(self.tensors)
+        super().__init__(name)
+
+    def _compute_element_spec(self) -> Any:
+        def row_spec(leaf: Any) -> TensorSpec:
+            spec = _structure.leaf_spec(leaf)
+            return TensorSpec(spec.shape[1:], spec.dtype)
+        return nest.map_structure(row_spec, self.tensors)
+
+    def _cardinality(self) -> int:
+        return self._length
+
+    def _build_random_access(self) -> RandomAccess:
+        return _Slices(self.tensors, self._length)

@@ -1,0 +1,224 @@
+"""The extended API shared by strategies whose replicas live in one process.
+
+Mirrored and CentralStorage differ only in where variables live; how a step runs, how
+replicas synchronise and how values are reduced is the same and lives here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Sequence, Tuple
+
+import torch
+
+from distribute._core import context
+from distribute._core.context import Mode
+from distribute._core.devices import Device, canonicalize
+from distribute._core.nest import flatten, pack_sequence_as
+from distribute._core.reduce_op import ReduceOp
+from distribute._core.reduction import as_tensor, gather_components, reduce_components
+from distribute._core.replica_context import ValueContext
+from distribute._core.strategy import CROSS_REPLICA_ERROR, StrategyExtended
+from distribute._core.values import DistributedValues, Mirrored, PerReplica, regroup, select_replica
+from distribute._core.variables import Variable
+from distribute.collectives.cross_device_ops import CrossDeviceOps, ReductionToOneDevice
+from distribute.strategies.collective_grads import AllGatherGrad, AllReduceGrad
+from distribute.strategies.replica_runner import ReplicaRunner, SyncRequest, leaf_signature, merge_call_results
+
+__all__ = ["MultiReplicaExtended"]
+
+
+class MultiReplicaExtended(StrategyExtended):
+    """Runs replicas in this process over ``devices`` and reduces with ``cross_device_ops``."""
+
+    experimental_enable_get_next_as_optional = True
+
+    def __init__(self, container_strategy: Any, devices: Tuple[Device, ...],
+                 cross_device_ops: Any = None) -> None:
+        super().__init__(container_strategy)
+        if cross_device_ops is not None and not isinstance(cross_device_ops, CrossDeviceOps):
+            raise TypeError("cross_device_ops must be a distribute.CrossDeviceOps (ReductionToOneDevice, "
+                            f"HierarchicalCopyAllReduce or NcclAllReduce), received {cross_device_ops!r}.")
+        self._devices = devices
+        self._cross_device_ops = cross_device_ops or ReductionToOneDevice()
+        self._num_local_replicas = len(devices)
+        self._num_replicas_in_sync = len(devices)
+        self._runner = ReplicaRunner(container_strategy, len(devices))
+
+    @property
+    def experimental_replica_threads(self) -> bool:
+        """Run replicas on threads (needed for backward through collectives; set automatically)."""
+        return self._runner.use_threads
+
+    @experimental_replica_threads.setter
+    def experimental_replica_threads(self, value: bool) -> None:
+        self._runner.use_threads = bool(value)
+
+    def _torch_devices(self) -> List[torch.device]:
+        return [d.torch_device for d in self._devices]
+
+    # -- running ----------------------------------------------------------------------
+    def _run(self, fn: Callable, args: Any, kwargs: dict) -> Any:
+        strategy = self._container_strategy()
+        mode = context.current_mode()
+        if mode is not None:
+            if mode.strategy is not strategy and mode.strategy is not context.default_strategy():
+                raise RuntimeError(f"Mixing different distribute.Strategy objects: {strategy} is not {mode.strategy}")
+            if mode.strategy is strategy and mode.cross_replica is None:
+                raise RuntimeError(CROSS_REPLICA_ERROR)
+        if self._num_local_replicas == 1:
+            context.push(Mode(strategy, None, self._runner.contexts[0]))
+            try:
+                return fn(*select_replica(0, args), **select_replica(0, kwargs))
+            finally:
+                context.pop()
+        context.push(Mode(strategy, strategy, None))
+        try:
+            return regroup(self._runner.run(fn, tuple(args), kwargs, self._merge))
+        finally:
+            context.pop()
+
+    def _merge(self, requests: List[SyncRequest]) -> list:
+        kind = requests[0].kind
+        if kind == "merge_call":
+            return merge_call_results(self._container_strategy(), requests)
+        if kind == "all_reduce":
+            return self._merge_all_reduce(requests)
+        if kind == "all_gather":
+            return self._merge_all_gather(requests)
+        op = requests[0].payload[0]
+        return self._reduce_to_replicas(op, [r.payload[1] for r in requests])
+
+    def _reduce_to_replicas(self, op: ReduceOp, tensors: List[torch.Tensor]) -> List[torch.Tensor]:
+        reduced = reduce_components(op, tensors, None, tensors[0].device, **self._across_workers())
+        return [reduced.to(d, copy=True) for d in self._torch_devices()]
+
+    def _merge_all_reduce(self, requests: List[SyncRequest]) -> list:
+        op, structure = requests[0].payload[0], requests[0].payload[1]
+        leaves = [flatten(r.payload[1]) for r in requests]
+        out: List[list] = [[] for _ in requests]
+        for j in range(len(leaves[0])):
+            values = [as_tensor(leaf[j]).detach() for leaf in leaves]
+            for i, value in enumerate(self._reduce_to_replicas(op, values)):
+                x = leaves[i][j]
+                needs_grad = isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled()
+                out[i].append(AllReduceGrad.apply(x, value, self._runner, op) if needs_grad else value)
+        return [pack_sequence_as(structure, o) for o in out]
+
+    def _merge_all_gather(self, requests: List[SyncRequest]) -> list:
+        axis, structure = requests[0].payload[0], requests[0].payload[1]
+        leaves = [flatten(r.payload[1]) for r in requests]
+        out: List[list] = [[] for _ in requests]
+        for j in range(len(leaves[0])):
+            values = [as_tensor(leaf[j]).detach() for leaf in leaves]
+            gathered = self._gather_across_workers(gather_components(values, axis, values[0].device), axis)
+            offset = 0
+            for i, device in enumerate(self._torch_devices()):
+                result, x = gathered.to(device, copy=True), leaves[i][j]
+                if isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled():
+                    result = AllGatherGrad.apply(x, result, self._runner, axis % max(x.dim(), 1), offset)
+                offset += values[i].shape[axis]
+                out[i].append(result)
+        return [pack_sequence_as(structure, o) for o in out]
+
+    # -- replica-context hooks --------------------------------------------------------
+    def _merge_call(self, ctx: Any, merge_fn: Callable, args: tuple, kwargs: dict) -> Any:
+        if self._num_local_replicas == 1:
+            return merge_call_results(self._container_strategy(), [SyncRequest(
+                "merge_call", "merge_call", None, (merge_fn, args, kwargs))])[0]
+        return self._runner.sync(SyncRequest("merge_call", "merge_call", None, (merge_fn, args, kwargs)))
+
+    def _collective(self, kind: str, describe: str, arg: Any, value: Any, skip_axis: Any = None) -> Any:
+        leaves = flatten(value)
+        needs_grad = torch.is_grad_enabled() and any(
+            isinstance(x, torch.Tensor) and x.requires_grad for x in leaves)
+        request = SyncRequest(kind, describe, (repr_structure(value), leaf_signature(leaves, skip_axis)),
+                              (arg, value), needs_grad and self._num_local_replicas > 1)
+        if self._num_local_replicas == 1 and not self._across_workers():
+            return self._merge([request])[0]
+        if self._num_local_replicas == 1:
+            return self._merge([request])[0]
+        return self._runner.sync(request)
+
+    def _replica_all_reduce(self, ctx: Any, op: ReduceOp, value: Any, options: Any) -> Any:
+        return self._collective("all_reduce", f"all_reduce({op.value})", op, value)
+
+    def _replica_all_gather(self, ctx: Any, value: Any, axis: int, options: Any) -> Any:
+        return self._collective("all_gather", f"all_gather(axis={axis})", axis, value, skip_axis=axis)
+
+    # -- cross-replica hooks ----------------------------------------------------------
+    def _destination_devices(self, destinations: Any) -> List[torch.device]:
+        if isinstance(destinations, DistributedValues):
+            return [as_tensor(v).device for v in destinations.values]
+        if getattr(destinations, "_is_distributed_variable", False):
+            return [c.device for c in destinations._components()]
+        if isinstance(destinations, torch.Tensor):
+            return [destinations.device]
+        return [canonicalize(destinations).torch_device]
+
+    def _reduce_to(self, op: ReduceOp, value: Any, destinations: Any, options: Any) -> Any:
+        devices = self._destination_devices(destinations)
+        if isinstance(value, Mirrored) or (getattr(value, "_is_distributed_variable", False)
+                                           and not getattr(value, "_is_sync_on_read", False)):
+            if op is ReduceOp.SUM:
+                raise ValueError("A Mirrored value cannot be reduced with ReduceOp.SUM: it already holds the "
+                                 "same value on every replica. Use ReduceOp.MEAN to copy it to the destinations.")
+            return self._cross_device_ops.broadcast(_first(value), devices)
+        if isinstance(value, DistributedValues) or getattr(value, "_is_sync_on_read", False):
+            return self._cross_device_ops.reduce(op, value, devices, options)
+        reduced = self._container_strategy()._reduce_plain(op, value, None, devices[0])
+        return self._cross_device_ops.broadcast(reduced, devices)
+
+    def _broadcast_to(self, tensor: Any, destinations: Any) -> Any:
+        if not isinstance(tensor, torch.Tensor):
+            return tensor
+        devices = self._destination_devices(destinations) if destinations is not None else self._torch_devices()
+        return self._cross_device_ops.broadcast(tensor, devices)
+
+    def _distribute_values_from_function(self, value_fn: Callable) -> Any:
+        first = self._runner.contexts[0]._replica_id
+        n = self._num_replicas_in_sync
+        return PerReplica([value_fn(ValueContext(first + i, n)) for i in range(self._num_local_replicas)])
+
+    # -- variables --------------------------------------------------------------------
+    def _create_variable(self, factory: Callable[..., Any], **kwargs: Any) -> Any:
+        mode = context.current_mode()
+        if mode is not None and mode.replica_context is not None and mode.strategy is self._container_strategy():
+            return mode.replica_context.merge_call(lambda strategy: self._create_variable(factory, **kwargs))
+        default = context.default_strategy()
+        if any(m.strategy is default for m in context.stack()):
+            raise RuntimeError(f"Mixing different distribute.Strategy objects: {default} is not "
+                               f"{self._container_strategy()}")
+        return self._make_variable(kwargs)
+
+    def _create_module_parameter(self, param: torch.nn.Parameter, name: str) -> Any:
+        return self._create_variable(Variable._plain, initial_value=param.detach(),
+                                     trainable=param.requires_grad, name=name)
+
+    def _make_variable(self, kwargs: dict) -> Any:
+        raise TypeError(f"{type(self).__name__} must define how its variables are made")
+
+    def _check_colocate(self, var: Any) -> None:
+        if getattr(var, "_distribute_strategy", None) is not self._container_strategy():
+            raise ValueError("`colocate_vars_with` must only be passed a variable created in this "
+                             f"distribute.Strategy.scope(), not: {var!r}")
+
+
+def _first(value: Any) -> torch.Tensor:
+    if isinstance(value, DistributedValues):
+        return as_tensor(value.values[0])
+    return value.read_value()
+
+
+def repr_structure(value: Any) -> str:
+    """A short description of a nested structure's shape (types and keys), for mismatch errors."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {repr_structure(v)}" for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))) + "}"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(repr_structure(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    return "tensor" if isinstance(value, torch.Tensor) else type(value).__name__
+
+
+def local_devices(devices: Sequence[Any]) -> Tuple[Device, ...]:
+    """Canonical devices (kept for subclasses)."""
+    return tuple(canonicalize(d) for d in devices)
