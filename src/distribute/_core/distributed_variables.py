@@ -245,15 +245,27 @@ class SyncOnReadVariable(DistributedVariable):
 
     _is_sync_on_read = True
 
+    @property
+    def values(self) -> Tuple[Variable, ...]:
+        """The raw components (component 0 is a view of the primary that reads without aggregating)."""
+        raw = self.__dict__.get("_raw_primary")
+        if raw is None:
+            with _Disable():
+                raw = torch.Tensor._make_subclass(Variable, torch.Tensor.detach(self), False)
+            raw._init_attributes(self._var_name, self._trainable, self._synchronization, self._aggregation)
+            raw._distributed_container = self
+            self.__dict__["_raw_primary"] = raw
+        return (raw,) + self._others
+
     def _cross_replica_value(self) -> torch.Tensor:
         op = ReduceOp.from_variable_aggregation(self._aggregation) \
             if self._aggregation is not VariableAggregation.ONLY_FIRST_REPLICA else None
         with _Disable():
             comps = [torch.Tensor.detach(c) for c in self._components()]
-        if op is None:
-            return comps[0].clone()
-        hooks = self._distribute_strategy.extended._across_workers() if self._distribute_strategy else {}
-        return reduce_components(op, comps, None, comps[0].device, **hooks).to(self.dtype)
+            if op is None:
+                return comps[0].clone()
+            hooks = self._distribute_strategy.extended._across_workers() if self._distribute_strategy else {}
+            return reduce_components(op, comps, None, comps[0].device, **hooks).to(comps[0].dtype)
 
     def _write_all(self, kind: str, value: Any) -> None:
         aggregation = self._aggregation

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Optional
 
 import torch
 
@@ -350,15 +350,14 @@ class StrategyExtended:
             result = fn(*args, **(kwargs or {}))
         return result if group else (result,)
 
-    @contextlib.contextmanager
-    def colocate_vars_with(self, colocate_with_variable: Any) -> Iterator[None]:
-        """Variables created inside this block are placed like ``colocate_with_variable``."""
+    def colocate_vars_with(self, colocate_with_variable: Any) -> Any:
+        """A context manager: variables created inside it are placed like ``colocate_with_variable``."""
         strategy = self._container_strategy()
         mode = context.current_mode()
         if mode is None or mode.strategy is not strategy:
             raise RuntimeError(f'Need to be inside "with strategy.scope()" for {strategy}')
         self._check_colocate(colocate_with_variable)
-        yield
+        return contextlib.nullcontext()
 
     def _check_colocate(self, var: Any) -> None:
         return None
@@ -384,7 +383,7 @@ class StrategyExtended:
         if isinstance(value, DistributedValues):
             return value.values
         if getattr(value, "_is_distributed_variable", False):
-            return value._components()
+            return value.values
         if contains_distributed(value):
             return tuple(select_replica(i, value) for i in range(self._num_local_replicas))
         return (value,)
