@@ -58,13 +58,7 @@ class MultiReplicaExtended(StrategyExtended):
 
     # -- running ----------------------------------------------------------------------
     def _run(self, fn: Callable, args: Any, kwargs: dict) -> Any:
-        strategy = self._container_strategy()
-        mode = context.current_mode()
-        if mode is not None:
-            if mode.strategy is not strategy and mode.strategy is not context.default_strategy():
-                raise RuntimeError(f"Mixing different distribute.Strategy objects: {strategy} is not {mode.strategy}")
-            if mode.strategy is strategy and mode.cross_replica is None:
-                raise RuntimeError(CROSS_REPLICA_ERROR)
+        strategy = self._check_run_context()
         if self._num_local_replicas == 1:
             context.push(Mode(strategy, None, self._runner.contexts[0]))
             try:
@@ -76,6 +70,17 @@ class MultiReplicaExtended(StrategyExtended):
             return regroup(self._runner.run(fn, tuple(args), kwargs, self._merge))
         finally:
             context.pop()
+
+    def _check_run_context(self) -> Any:
+        """Applies the scope-entry rules to ``run``; returns the strategy."""
+        strategy = self._container_strategy()
+        mode = context.current_mode()
+        if mode is not None:
+            if mode.strategy is not strategy and mode.strategy is not context.default_strategy():
+                raise RuntimeError(f"Mixing different distribute.Strategy objects: {strategy} is not {mode.strategy}")
+            if mode.strategy is strategy and mode.cross_replica is None:
+                raise RuntimeError(CROSS_REPLICA_ERROR)
+        return strategy
 
     def _merge(self, requests: List[SyncRequest]) -> list:
         kind = requests[0].kind

@@ -15,7 +15,7 @@ from distribute._core.context import Mode
 from distribute._core.devices import canonicalize
 from distribute._core.reduce_op import ReduceOp
 from distribute._core.replica_context import ValueContext
-from distribute._core.strategy import CROSS_REPLICA_ERROR, Strategy
+from distribute._core.strategy import Strategy
 from distribute._core.values import select_replica
 from distribute._core.variables import Variable
 from distribute.strategies.multi_replica import MultiReplicaExtended
@@ -41,13 +41,7 @@ class OneDeviceExtended(MultiReplicaExtended):
     """OneDevice's extended API: a single replica, plain variables on the device."""
 
     def _run(self, fn: Callable, args: Any, kwargs: dict) -> Any:
-        strategy = self._container_strategy()
-        mode = context.current_mode()
-        if mode is not None:
-            if mode.strategy is not strategy and mode.strategy is not context.default_strategy():
-                raise RuntimeError(f"Mixing different distribute.Strategy objects: {strategy} is not {mode.strategy}")
-            if mode.strategy is strategy and mode.cross_replica is None:
-                raise RuntimeError(CROSS_REPLICA_ERROR)
+        strategy = self._check_run_context()
         context.push(Mode(strategy, None, self._runner.contexts[0]))
         try:
             device = self._devices[0].torch_device
