@@ -118,7 +118,11 @@ def normalize(value: Any, what: str = "an element") -> Any:
             return type(value)._make(children)
         return tuple(children)
     if isinstance(value, Mapping):
-        return type(value)((k, normalize(v, what)) for k, v in value.items())
+        items = [(k, normalize(v, what)) for k, v in value.items()]
+        try:
+            return type(value)(items)
+        except TypeError:  # a mapping type that cannot be built from items (defaultdict, ...)
+            return dict(items)
     return convert_leaf(value, what)
 
 

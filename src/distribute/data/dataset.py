@@ -21,7 +21,6 @@ import copy
 import itertools
 from typing import Any, Callable, Iterator as PyIterator, Optional, Sequence, Tuple
 
-import numpy as np
 import torch
 
 from distribute._core import nest
@@ -124,6 +123,7 @@ class Dataset:
         """The internal iterator of this node (random access when possible)."""
         ra = self._random_access()
         if ra is not None:
+            # local: ops/ subclass Dataset, so they import this module first
             from distribute.data.ops._random_access import RandomAccessIterator
 
             return RandomAccessIterator(self._op, ra)
@@ -170,16 +170,9 @@ class Dataset:
             raise TypeError("The dataset length is unknown; use cardinality() or iterate it.")
         return n
 
-    def __bool__(self) -> bool:
-        return True
-
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} element_spec={self._spec_repr()}>"
-
-    def _spec_repr(self) -> str:
-        if self._spec_cache is _UNSET:
-            return "<not computed>"
-        return repr(self._spec_cache)
+        spec = "<not computed>" if self._spec_cache is _UNSET else repr(self._spec_cache)
+        return f"<{type(self).__name__} element_spec={spec}>"
 
     def as_numpy_iterator(self) -> PyIterator[Any]:
         """Iterates the elements as numpy arrays (strings stay ``bytes``).
@@ -503,13 +496,6 @@ class UnaryDataset(Dataset):
 
     def _cardinality(self) -> int:
         return self._input_dataset.cardinality()
-
-
-def as_numpy(element: Any) -> Any:
-    """Converts the tensors of an element to numpy arrays (used by tests and tools)."""
-    return nest.map_structure(
-        lambda x: x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x), element
-    )
 
 
 from distribute.data import ops as _ops  # noqa: E402  (the ops subclass Dataset, defined above)

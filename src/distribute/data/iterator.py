@@ -74,14 +74,22 @@ class IteratorImpl:
         """The next element, or :data:`END`."""
         raise NotImplementedError(f"{type(self).__name__} must implement next()")
 
-    def next_rows(self, n: int) -> Any:
-        """Between 1 and ``n`` next elements stacked into one batched element, or END."""
+    def next_list(self, n: int) -> List[Any]:
+        """Between 1 and ``n`` next elements as a list; an empty list at the end.
+
+        The per-element bulk path: one call per batch instead of one per element.
+        """
         elements: List[Any] = []
         for _ in range(n):
             element = self.next()
             if element is END:
                 break
             elements.append(element)
+        return elements
+
+    def next_rows(self, n: int) -> Any:
+        """Between 1 and ``n`` next elements stacked into one batched element, or END."""
+        elements = self.next_list(n)
         if not elements:
             return END
         return _structure.batch_elements(elements, _structure.Structure(elements[0]))
@@ -122,6 +130,9 @@ class Iterator:
     :class:`~distribute.errors.OutOfRangeError`. Background threads (prefetch, parallel map)
     stop when the iterator is closed or garbage-collected. An iterator is not thread-safe.
 
+    ``Iterator(dataset, seed=s)`` fixes the seed of the shuffles that have none of their own
+    (distributed input gives every worker the same one); ``iter(dataset)`` draws it at random.
+
     Example:
         >>> it = iter(Dataset.range(10).shuffle(10, seed=1).batch(4))
         >>> first = next(it)
@@ -132,12 +143,16 @@ class Iterator:
         True
     """
 
-    def __init__(self, dataset: "Dataset") -> None:
+    def __init__(self, dataset: "Dataset", seed: Opt[int] = None) -> None:
+        """Iterates ``dataset``; ``seed`` seeds the shuffles that have no seed of their own
+        (a random seed by default; it is part of the state either way)."""
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError(f"Expected `seed` to be an int or None; received seed={seed!r}.")
         self._dataset = dataset
         self._options = dataset.options()
         self._impl: Opt[IteratorImpl] = None
         self._finalizer: Opt[weakref.finalize] = None
-        self._build(random.getrandbits(63), dataset._next_iteration_salt())
+        self._build(random.getrandbits(63) if seed is None else mix(seed), dataset._next_iteration_salt())
 
     def _build(self, seed: int, salt: int) -> None:
         self.close()

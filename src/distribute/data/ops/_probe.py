@@ -90,6 +90,15 @@ def probe_spec(fn: Callable[[Any], Any], input_spec: Any,
             ) from exc
 
 
+def first_element_spec(dataset: Any) -> Any:
+    """The exact spec of the first element of ``dataset`` (StopIteration if it is empty)."""
+    iterator = iter(dataset)
+    try:
+        return _structure.spec_of(next(iterator))
+    finally:
+        iterator.close()
+
+
 def output_spec(fn: Callable[..., Any], what: str) -> Callable[[Any], Any]:
     """Wraps a user function so it returns the spec of its normalised output."""
     def spec_of_output(element: Any) -> Any:

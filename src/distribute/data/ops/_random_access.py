@@ -74,6 +74,16 @@ class RandomAccessIterator(IteratorImpl):
         self._pos += 1
         return self._chunk.pop()
 
+    def next_list(self, n: int) -> List[Any]:
+        if not self._chunk and not self._refill():
+            return []
+        count = min(n, len(self._chunk))
+        out = self._chunk[len(self._chunk) - count:]
+        del self._chunk[len(self._chunk) - count:]
+        out.reverse()
+        self._pos += count
+        return out
+
     def next_rows(self, n: int) -> Any:
         if self._chunk:
             n = min(n, len(self._chunk))

@@ -110,7 +110,8 @@ class ConcatenateDataset(Dataset):
     _op = "concatenate"
     _batch_size_passthrough = True
 
-    def __init__(self, input_dataset: Dataset, dataset_to_concatenate: Dataset, name: Optional[str] = None) -> None:
+    def __init__(self, input_dataset: Dataset, dataset_to_concatenate: Dataset,
+                 name: Optional[str] = None) -> None:
         if not isinstance(dataset_to_concatenate, Dataset):
             raise TypeError(
                 f"Expected `dataset` to be a Dataset; received {type(dataset_to_concatenate).__name__}."

@@ -53,6 +53,15 @@ def _flatten_shapes(types: Any, shapes: Any) -> list:
     return [s for t, sh in zip(types, shapes) for s in _flatten_shapes(t, sh)]
 
 
+def _leaves(value: Any, signature: Any) -> list:
+    """The leaves of ``value`` along the nesting of ``signature`` (lists stay leaves)."""
+    if isinstance(signature, Mapping):
+        return [x for k in sorted(signature) for x in _leaves(value[k], signature[k])]
+    if isinstance(signature, tuple):
+        return [x for v, s in zip(value, signature) for x in _leaves(v, s)]
+    return [value]
+
+
 def _matches(value: Any, signature: Any) -> bool:
     """True when ``value`` has the nesting of ``signature`` (any tuple type fits a tuple)."""
     if isinstance(signature, Mapping):
@@ -86,7 +95,10 @@ def _convert(value: Any, spec: TensorSpec) -> Any:
     if isinstance(value, torch.Tensor):
         tensor = value
     elif isinstance(value, (bytes, str)):
-        raise TypeError(f"`generator` yielded the string {value!r:.100} where an element of dtype {spec.dtype} was expected.")
+        raise TypeError(
+            f"`generator` yielded the string {value!r:.100} where an element of dtype {spec.dtype} "
+            f"was expected."
+        )
     else:
         tensor = torch.as_tensor(np.asarray(value) if isinstance(value, list) else value)
     if tensor.dtype != spec.dtype:
@@ -145,7 +157,7 @@ class _GeneratorIterator(IteratorImpl):
         signature = self._dataset.element_spec
         if not _matches(value, signature):
             raise self._structure_error(value)
-        leaves = [_convert(v, s) for v, s in zip(nest.flatten(value), self._specs)]
+        leaves = [_convert(v, s) for v, s in zip(_leaves(value, signature), self._specs)]
         for leaf, spec in zip(leaves, self._specs):
             _check_shape(leaf, spec)
         return nest.pack_sequence_as(signature, leaves)
@@ -183,7 +195,9 @@ def _args(args: Any) -> tuple:
     if args is None:
         return ()
     if not isinstance(args, (tuple, list)):
-        raise TypeError(f"Expected `args` to be a tuple of arguments for the generator; received args={args!r}.")
+        raise TypeError(
+            f"Expected `args` to be a tuple of arguments for the generator; received args={args!r}."
+        )
     return tuple(a.numpy() if isinstance(a, torch.Tensor) else a for a in args)
 
 

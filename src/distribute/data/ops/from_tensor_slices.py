@@ -34,19 +34,23 @@ class _Slices(RandomAccess):
         return _structure.index_rows(self._tensors, index)
 
 
+def _path_name(path: tuple) -> str:
+    return "tensors" + "".join(f"[{p!r}]" for p in path)
+
+
 def _check_rows(tensors: Any) -> int:
     leaves = nest.flatten(tensors)
-    paths = [p for p, _ in nest.flatten_with_paths(tensors)]
+    paths = [_path_name(p) for p, _ in nest.flatten_with_paths(tensors)]
     for path, leaf in zip(paths, leaves):
         if isinstance(leaf, bytes) or getattr(leaf, "ndim", 0) == 0:
             raise InvalidArgumentError(
                 f"from_tensor_slices needs every component to have at least one dimension to "
-                f"slice; the component at {path or 'the top'} is a scalar. Use from_tensors() "
+                f"slice; the component {path} is a scalar. Use from_tensors() "
                 f"for a single element."
             )
     sizes = [len(leaf) for leaf in leaves]
     if len(set(sizes)) > 1:
-        detail = ", ".join(f"{p or 'top'}: {s}" for p, s in zip(paths, sizes))
+        detail = ", ".join(f"{p} has {s}" for p, s in zip(paths, sizes))
         raise InvalidArgumentError(
             f"from_tensor_slices needs every component to have the same size in its first "
             f"dimension; received sizes {detail}. Give every component the same number of rows."
@@ -62,7 +66,9 @@ class TensorSliceDataset(Dataset):
     def __init__(self, tensors: Any, name: Optional[str] = None) -> None:
         self.tensors = _structure.normalize(tensors, "from_tensor_slices")
         if nest.is_nested(self.tensors) and not nest.flatten(self.tensors):
-            raise InvalidArgumentError("from_tensor_slices needs at least one component; received an empty structure.")
+            raise InvalidArgumentError(
+                "from_tensor_slices needs at least one component; received an empty structure."
+            )
         self._length = _check_rows(self.tensors)
         super().__init__(name)
 

@@ -19,7 +19,7 @@ class _OneElement(RandomAccess):
 
     def __init__(self, element: Any) -> None:
         self.length = 1
-        self._rows = nest.map_structure(_add_row_dim, element) if nest.is_nested(element) else _add_row_dim(element)
+        self._rows = nest.map_structure(_add_row_dim, element)
 
     def rows(self, start: int, stop: int) -> Any:
         return _structure.slice_rows(self._rows, start, stop)

@@ -38,7 +38,8 @@ def _parse_args(args: tuple) -> tuple:
             f"Dataset.range takes 1 to 3 arguments (stop), (start, stop) or (start, stop, step); "
             f"received {len(args)}: {args!r}."
         )
-    values = [check_int(n, v) for n, v in zip(("start", "stop", "step"), args if len(args) > 1 else (0,) + args)]
+    full = args if len(args) > 1 else (0,) + args
+    values = [check_int(n, v) for n, v in zip(("start", "stop", "step"), full)]
     start, stop = values[0], values[1]
     step = values[2] if len(values) > 2 else 1
     if step == 0:

@@ -12,8 +12,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from distribute.data import _structure
-from distribute.data._common import END, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
+from distribute.data._common import END, INFINITE_CARDINALITY
 from distribute.data.dataset import Dataset, UnaryDataset
 from distribute.data.iterator import IterContext, IteratorImpl
 from distribute.data.ops._random_access import RandomAccess
@@ -113,7 +112,8 @@ class RepeatDataset(UnaryDataset):
     _op = "repeat"
     _batch_size_passthrough = True
 
-    def __init__(self, input_dataset: Dataset, count: Optional[int] = None, name: Optional[str] = None) -> None:
+    def __init__(self, input_dataset: Dataset, count: Optional[int] = None,
+                 name: Optional[str] = None) -> None:
         self.count = -1 if count is None else check_count("repeat", count)
         super().__init__(input_dataset, name)
 

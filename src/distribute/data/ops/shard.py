@@ -27,7 +27,10 @@ class _ShardAccess(RandomAccess):
     def __init__(self, inner: RandomAccess, num_shards: int, index: int) -> None:
         self._inner, self._num, self._index = inner, num_shards, index
         self.returns_views = inner.returns_views
-        self.length = None if inner.length is None else max(inner.length - index + num_shards - 1, 0) // num_shards
+        if inner.length is None:
+            self.length = None
+        else:
+            self.length = max(inner.length - index + num_shards - 1, 0) // num_shards
 
     def gather(self, index: torch.Tensor) -> Any:
         return self._inner.gather(index * self._num + self._index)
@@ -87,7 +90,8 @@ class ShardDataset(UnaryDataset):
     _op = "shard"
     _batch_size_passthrough = True
 
-    def __init__(self, input_dataset: Dataset, num_shards: int, index: int, name: Optional[str] = None) -> None:
+    def __init__(self, input_dataset: Dataset, num_shards: int, index: int,
+                 name: Optional[str] = None) -> None:
         self.num_shards = check_int("num_shards", num_shards)
         self.index = check_int("index", index)
         if not self.is_placeholder:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from distribute.data import _structure
 from distribute.data._common import END, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, check_int
@@ -47,6 +47,16 @@ class _TakeIterator(IteratorImpl):
             return END
         self._left -= 1
         return value
+
+    def next_list(self, n: int) -> List[Any]:
+        if self._left == 0:
+            return []
+        out = self._input.next_list(n if self._left < 0 else min(n, self._left))
+        if not out:
+            self._left = 0
+        elif self._left > 0:
+            self._left -= len(out)
+        return out
 
     def next_rows(self, n: int) -> Any:
         if self._left == 0:

@@ -1,0 +1,43 @@
+import os
+import random
+
+import numpy as np
+
+from distribute.data.readers import crc32c as crc
+
+
+def _reference(data: bytes) -> int:
+    value = 0xFFFFFFFF
+    for byte in data:
+        value ^= byte
+        for _ in range(8):
+            value = (value >> 1) ^ 0x82F63B78 if value & 1 else value >> 1
+    return value ^ 0xFFFFFFFF
+
+
+def test_known_values():
+    assert crc.crc32c(b"123456789") == 0xE3069283
+    assert crc.crc32c(b"") == 0
+    assert crc.crc32c(b"\x00" * 32) == 0x8A9136AA
+    # the masked checksums TensorFlow stored for an empty record and its 8-byte length
+    assert crc.masked_crc32c(b"") == 0xA282EAD8
+    assert crc.masked_crc32c(b"\x00" * 8) == 0x07980329
+
+
+def test_against_the_bitwise_reference_for_all_sizes():
+    rng = random.Random(0)
+    for length in list(range(0, 12)) + [255, 256, 257, 511, 512, 513, 1023, 1024, 1500, 3000]:
+        data = bytes(rng.getrandbits(8) for _ in range(length))
+        assert crc.crc32c(data) == _reference(data), length
+
+
+def test_ranges_of_mixed_lengths():
+    rng = random.Random(1)
+    data = os.urandom(20000)
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    starts = [rng.randrange(0, 10000) for _ in range(120)]
+    lengths = [rng.choice([0, 3, 8, rng.randrange(0, 300), rng.randrange(300, 2000)]) for _ in starts]
+    out = crc.crc32c_ranges(buffer, starts, lengths)
+    assert [int(v) for v in out] == [_reference(data[s:s + n]) for s, n in zip(starts, lengths)]
+    uniform = crc.crc32c_ranges(buffer, starts, [1200] * len(starts))
+    assert [int(v) for v in uniform] == [_reference(data[s:s + 1200]) for s in starts]
