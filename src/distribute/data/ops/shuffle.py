@@ -15,7 +15,7 @@ per-element work. Both paths give the same order.
 from __future__ import annotations
 
 import random
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
@@ -90,8 +90,9 @@ class _ShuffleBase(IteratorImpl):
         self._input_done = False
         self._filled = False
 
-    def _pull(self) -> Any:
-        raise NotImplementedError
+    #: Returns the next input (an element, or an index for the index variant) or END;
+    #: set by each subclass, as a method or as the input iterator's bound ``next``.
+    _pull: Callable[[], Any]
 
     def _step(self) -> Any:
         """One output of the buffer algorithm (an element or index), or END."""

@@ -13,6 +13,7 @@ current file, and the offset of the next record in it (in the uncompressed strea
 
 from __future__ import annotations
 
+import abc
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -28,7 +29,7 @@ from distribute.data.readers._files import check_compression, path_of
 __all__ = ["FileReaderDataset", "RecordReader", "filenames_dataset"]
 
 
-class RecordReader:
+class RecordReader(abc.ABC):
     """Reads the records of one file a block at a time.
 
     ``offset`` is where the first record not yet handed out starts.
@@ -36,9 +37,9 @@ class RecordReader:
 
     offset = 0
 
+    @abc.abstractmethod
     def next_block(self) -> Optional[Tuple[List[bytes], List[int]]]:
         """The next records and their start offsets, in file order; None at the end."""
-        raise NotImplementedError(f"{type(self).__name__} must implement next_block()")
 
     def close(self) -> None:
         """Closes the file (and stops any reading ahead)."""
