@@ -128,7 +128,10 @@ def _sum_component_grads(p: Any) -> None:
     grads = [c.grad for c in p._components() if c.grad is not None]
     if not grads:
         return
-    total = grads[0].clone() if p.grad is None or len(grads) > 1 else p.grad
+    if len(grads) == 1 and p.grad is grads[0]:
+        return
+    # The primary's own gradient (component 0) is summed into in place; otherwise start a copy.
+    total = grads[0] if p.grad is grads[0] else grads[0].clone()
     for g in grads[1:]:
         total.add_(g.to(total.device))
     p.grad = total

@@ -142,6 +142,9 @@ def _container(value: Any) -> Any:
     return getattr(value, "_distributed_container", None)
 
 
+_IMMUTABLE_EMPTY = (tuple, dict)  # empty args/kwargs: returned as they are (kwargs are unpacked anyway)
+
+
 def select_replica(index: int, structure: Any) -> Any:
     """Replica ``index``'s view of ``structure``.
 
@@ -151,6 +154,8 @@ def select_replica(index: int, structure: Any) -> Any:
     """
     if isinstance(structure, DistributedValues):
         return structure._values[index]
+    if isinstance(structure, torch.Tensor) or (not structure and type(structure) in _IMMUTABLE_EMPTY):
+        return structure
     if isinstance(structure, (list, tuple)):
         items = [select_replica(index, v) for v in structure]
         if is_namedtuple(structure):

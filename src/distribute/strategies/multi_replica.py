@@ -59,17 +59,18 @@ class MultiReplicaExtended(StrategyExtended):
     # -- running ----------------------------------------------------------------------
     def _run(self, fn: Callable, args: Any, kwargs: dict) -> Any:
         strategy = self._check_run_context()
+        stack = context.stack()
         if self._num_local_replicas == 1:
-            context.push(Mode(strategy, None, self._runner.contexts[0]))
+            stack.append(self._runner.modes[0])
             try:
                 return fn(*select_replica(0, args), **select_replica(0, kwargs))
             finally:
-                context.pop()
-        context.push(Mode(strategy, strategy, None))
+                stack.pop()
+        stack.append(Mode(strategy, strategy, None))
         try:
             return regroup(self._runner.run(fn, tuple(args), kwargs, self._merge))
         finally:
-            context.pop()
+            stack.pop()
 
     def _check_run_context(self) -> Any:
         """Applies the scope-entry rules to ``run``; returns the strategy."""

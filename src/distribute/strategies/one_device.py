@@ -11,7 +11,6 @@ from typing import Any, Callable
 import torch
 
 from distribute._core import context
-from distribute._core.context import Mode
 from distribute._core.devices import canonicalize
 from distribute._core.reduce_op import ReduceOp
 from distribute._core.replica_context import ValueContext
@@ -40,16 +39,21 @@ class OneDeviceStrategy(Strategy):
 class OneDeviceExtended(MultiReplicaExtended):
     """OneDevice's extended API: a single replica, plain variables on the device."""
 
+    def __init__(self, container_strategy: Any, devices: tuple) -> None:
+        super().__init__(container_strategy, devices)
+        device = devices[0].torch_device
+        self._accelerator = None if device.type == "cpu" else device
+
     def _run(self, fn: Callable, args: Any, kwargs: dict) -> Any:
-        strategy = self._check_run_context()
-        context.push(Mode(strategy, None, self._runner.contexts[0]))
+        self._check_run_context()
+        stack = context.stack()
+        stack.append(self._runner.modes[0])
         try:
-            device = self._devices[0].torch_device
-            if device.type != "cpu":
-                args, kwargs = _to_device(args, device), _to_device(kwargs, device)
+            if self._accelerator is not None:
+                args, kwargs = _to_device(args, self._accelerator), _to_device(kwargs, self._accelerator)
             return fn(*select_replica(0, args), **select_replica(0, kwargs))
         finally:
-            context.pop()
+            stack.pop()
 
     def _distribute_values_from_function(self, value_fn: Callable) -> Any:
         return value_fn(ValueContext())

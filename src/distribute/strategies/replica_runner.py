@@ -46,6 +46,7 @@ class ReplicaRunner:
     def __init__(self, strategy: Any, num_local: int, first_replica_id: int = 0) -> None:
         self._strategy = strategy
         self._contexts = [ReplicaContext(strategy, first_replica_id + i, _local_id=i) for i in range(num_local)]
+        self._modes = [Mode(strategy, None, ctx) for ctx in self._contexts]
         self._executor: Any = None
         self.use_threads = False
 
@@ -53,6 +54,11 @@ class ReplicaRunner:
         strategy = memo.get(id(self._strategy), self._strategy)
         first = self._contexts[0]._replica_id
         return ReplicaRunner(strategy, len(self._contexts), first)
+
+    @property
+    def modes(self) -> List[Mode]:
+        """The mode-stack entry of each local replica (replica context of that replica)."""
+        return self._modes
 
     @property
     def contexts(self) -> List[ReplicaContext]:
@@ -70,8 +76,7 @@ class ReplicaRunner:
 
     def _run_once(self, fn: Callable, args: tuple, kwargs: dict, merge: Callable, threads: bool) -> list:
         base = context.stack()
-        strategy = self._strategy
-        stacks = [base + [Mode(strategy, None, ctx)] for ctx in self._contexts]
+        stacks = [base + [mode] for mode in self._modes]
         executor = ThreadExecutor(stacks) if threads else GreenletExecutor(stacks)
         previous, self._executor = self._executor, executor
         try:
