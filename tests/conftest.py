@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+import torch._dynamo  # noqa: F401 - imported lazily by the first optimizer step, it sets
+# os.environ["TORCHINDUCTOR_CACHE_DIR"]; importing it here keeps that out of the env guard below.
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # for tests/strategies.py
 

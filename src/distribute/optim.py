@@ -125,6 +125,11 @@ def _clear(tensor: torch.Tensor, set_to_none: bool) -> None:
 
 
 def _sum_component_grads(p: Any) -> None:
+    """Moves every component's gradient into the primary's ``.grad`` (their sum).
+
+    The other components' gradients are released: they are now part of the primary's, and
+    keeping them would count them twice when gradients accumulate over several steps.
+    """
     grads = [c.grad for c in p._components() if c.grad is not None]
     if not grads:
         return
@@ -135,6 +140,8 @@ def _sum_component_grads(p: Any) -> None:
     for g in grads[1:]:
         total.add_(g.to(total.device))
     p.grad = total
+    for component in p._others:
+        component.grad = None
 
 
 def _reduce_across_workers(strategy: Any, params: Iterable[torch.Tensor]) -> None:

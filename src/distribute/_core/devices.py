@@ -14,7 +14,7 @@ from typing import Any, List, Sequence, Tuple
 
 import torch
 
-__all__ = ["Device", "available_devices", "canonicalize", "resolve_devices"]
+__all__ = ["Device", "available_devices", "canonicalize", "default_devices", "resolve_devices"]
 
 _FULL = re.compile(
     r"^(?:/job:(?P<job>[\w-]+))?(?:/replica:(?P<replica>\d+))?(?:/task:(?P<task>\d+))?"
@@ -65,12 +65,15 @@ def canonicalize(spec: Any, job: str = "localhost", task: int = 0) -> Device:
         raise TypeError(f"Expected a device name (str or torch.device), received {spec!r} "
                         f"of type {type(spec).__name__}.")
     match = _FULL.match(spec.strip())
-    if not match or match.group("kind").lower() not in _KINDS:
-        raise _bad_device(spec, "unknown device kind")
+    if not match:
+        raise _bad_device(spec, "it is not a device name")
+    if match.group("kind").lower() not in _KINDS:
+        raise _bad_device(spec, f"unknown device kind {match.group('kind')!r} (expected CPU, GPU or cuda)")
     kind = _KINDS[match.group("kind").lower()]
     index = int(match.group("index") or 0)
     job = match.group("job") or job
     task = int(match.group("task")) if match.group("task") is not None else task
+    replica = int(match.group("replica") or 0)
     if kind == "GPU":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if index >= count:
@@ -78,12 +81,17 @@ def canonicalize(spec: Any, job: str = "localhost", task: int = 0) -> Device:
         torch_device = torch.device("cuda", index)
     else:
         torch_device = torch.device("cpu")
-    name = f"/job:{job}/replica:0/task:{task}/device:{kind}:{index}"
+    name = f"/job:{job}/replica:{replica}/task:{task}/device:{kind}:{index}"
     return Device(name, kind, index, torch_device)
 
 
 def resolve_devices(devices: Sequence[Any], what: str = "devices") -> Tuple[Device, ...]:
-    """Resolves a list of device names, refusing empty lists and duplicates."""
+    """Resolves a list of device names of one task, refusing empty lists and duplicates.
+
+    Example:
+        >>> [d.name for d in resolve_devices(["CPU:0", "cpu:1"])]
+        ['/job:localhost/replica:0/task:0/device:CPU:0', '/job:localhost/replica:0/task:0/device:CPU:1']
+    """
     if isinstance(devices, (str, torch.device)) or not isinstance(devices, (list, tuple)):
         raise TypeError(f"Expected `{what}` to be a list or tuple of device names, received "
                         f"{devices!r}.")
@@ -95,8 +103,18 @@ def resolve_devices(devices: Sequence[Any], what: str = "devices") -> Tuple[Devi
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ValueError(f"No duplicates allowed in `{what}` argument: {list(devices)!r} names "
-                         f"{duplicates} more than once.")
+                         f"{duplicates} more than once. Available devices: {', '.join(available_devices())}.")
+    hosts = sorted({_host(d) for d in resolved})
+    if len(hosts) > 1:
+        raise RuntimeError("In-graph multi-worker training with `MirroredStrategy` is not supported in eager "
+                           f"mode: `{what}` {list(devices)!r} spans the tasks {hosts}. Use "
+                           "MultiWorkerMirroredStrategy, with one process per task, to train on several tasks.")
     return resolved
+
+
+def _host(device: Device) -> str:
+    """The ``/job:../replica:../task:..`` prefix of a canonical device name."""
+    return device.name.rsplit("/device:", 1)[0]
 
 
 def default_devices() -> Tuple[Device, ...]:

@@ -1,3 +1,5 @@
+import threading
+
 import pytest
 import torch
 
@@ -104,3 +106,149 @@ def test_mismatched_collectives_raise(make):
     with pytest.raises(CollectiveError, match="replica"):
         s.run(lambda: distribute.get_replica_context().all_reduce("sum", make()))
     assert s.run(lambda: 1) == 1
+
+
+# -- collectives that differ between replicas: a clear error, never a hang ----------------------
+def _threads_named(prefix):
+    return [t for t in threading.enumerate() if t.name.startswith(prefix) and t.is_alive()]
+
+
+def _all_reduce(x):
+    return distribute.get_replica_context().all_reduce("sum", x)
+
+
+def _all_gather(x):
+    return distribute.get_replica_context().all_gather(x, axis=0)
+
+
+def _merge(x):
+    return distribute.get_replica_context().merge_call(lambda strategy, v: v, args=(x,))
+
+
+ORDERS = {
+    "all_reduce_then_all_gather": ((_all_reduce, _all_gather), (_all_gather, _all_reduce), "all_reduce\\(SUM\\)",
+                                   "all_gather\\(axis=0\\)"),
+    "all_reduce_vs_merge_call": ((_all_reduce, _merge), (_merge, _all_reduce), "all_reduce\\(SUM\\)", "merge_call"),
+    "all_gather_vs_merge_call": ((_all_gather,), (_merge,), "all_gather\\(axis=0\\)", "merge_call"),
+    "sum_vs_mean": ((_all_reduce,), (lambda x: distribute.get_replica_context().all_reduce("mean", x),),
+                    "all_reduce\\(SUM\\)", "all_reduce\\(MEAN\\)"),
+}
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("threads", [False, True], ids=["greenlets", "threads"])
+@pytest.mark.parametrize("order", ORDERS)
+def test_collectives_in_a_different_order_raise(order, threads):
+    first, other, first_name, other_name = ORDERS[order]
+    s = distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+    s.extended.experimental_replica_threads = threads
+    unwound = []
+
+    def fn():
+        try:
+            for op in (first if rid() == 0 else other):
+                op(torch.ones(2))
+        finally:
+            unwound.append(int(rid()))
+
+    with pytest.raises(CollectiveError, match=f"replica 0 called {first_name} but replica 1 called {other_name}"):
+        s.run(fn)
+    assert sorted(unwound) == [0, 1]  # every replica was unwound, none is left parked
+    assert _threads_named("distribute-replica") == []
+    assert [float(v.sum()) for v in s.run(lambda: _all_reduce(torch.ones(2))).values] == [4.0, 4.0]
+
+
+@pytest.mark.timeout(30)
+def test_divergence_after_agreeing_steps_names_the_replica():
+    s = distribute.MirroredStrategy(["CPU:0", "CPU:1", "CPU:2"])
+    log = []
+
+    def fn():
+        log.append(float(_all_reduce(torch.ones(1))))  # all agree here
+        if rid() == 2:
+            _merge(torch.ones(1))
+        else:
+            _all_gather(torch.ones(1))
+        log.append("unreachable")
+
+    with pytest.raises(CollectiveError, match="replica 0 called all_gather\\(axis=0\\) but replica 2 called "
+                                              "merge_call") as info:
+        s.run(fn)
+    assert "same collective calls in the same order" in str(info.value)
+    assert log == [3.0, 3.0, 3.0]
+
+
+@pytest.mark.timeout(30)
+def test_extra_collective_on_one_replica_raises():
+    s = distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+
+    def fn():
+        _all_reduce(torch.ones(1))
+        if rid() == 1:
+            _all_gather(torch.ones(1))
+
+    with pytest.raises(RuntimeError, match="Some replicas made a different number of replica_context\\(\\)."
+                                           "merge_call\\(\\) calls.") as info:
+        s.run(fn)
+    assert "Replicas [0] returned while replica 1 in all_gather(axis=0) was waiting" in str(info.value)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("make,match", [
+    (lambda: _all_gather(torch.zeros(2, rid() + 1)), "replica 0 passed .*\\(\\('\\*', 1\\), 'float32'\\).* "
+                                                      "but replica 1 passed .*\\(\\('\\*', 2\\), 'float32'\\)"),
+    (lambda: _all_gather(torch.zeros(2, dtype=torch.float32 if rid() == 0 else torch.int64)), "int64"),
+    (lambda: _all_reduce({"a": torch.ones(1)} if rid() == 0 else {"b": torch.ones(1)}), "'a'.* but .*'b'"),
+    (lambda: _all_reduce([torch.ones(1)] * (rid() + 1)), "\\[tensor\\].* but .*\\[tensor, tensor\\]"),
+    (lambda: _all_reduce(torch.ones(3) if rid() == 0 else torch.ones(1, 3)), "\\(3,\\).* but .*\\(1, 3\\)"),
+])
+def test_mismatched_structures_shapes_and_dtypes_name_the_replicas(make, match):
+    s = distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+    with pytest.raises(CollectiveError, match="Replicas disagree on") as info:
+        s.run(make)
+    assert info.match(match)
+    assert "replica 0 passed" in str(info.value) and "replica 1 passed" in str(info.value)
+
+
+def test_all_gather_shapes_may_differ_only_along_the_axis():
+    s = distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+    out = s.run(lambda: distribute.get_replica_context().all_gather(torch.zeros(2, rid() + 1), axis=1))
+    assert [tuple(v.shape) for v in out.values] == [(2, 3), (2, 3)]
+    with pytest.raises(CollectiveError, match="shapes may differ only along the gather axis"):
+        s.run(lambda: distribute.get_replica_context().all_gather(torch.zeros(2, rid() + 1), axis=0))
+
+
+@pytest.mark.timeout(30)
+def test_mismatch_in_a_differentiable_collective_on_threads_leaves_no_thread():
+    s = distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+
+    def fn():
+        w = torch.ones(2, requires_grad=True)
+        y = _all_reduce(w * 2) if rid() == 0 else _all_gather(w * 2)
+        return torch.autograd.grad(y.sum(), w)
+
+    with pytest.raises(CollectiveError, match="replica 0 called all_reduce\\(SUM\\) but replica 1 called all_gather"):
+        s.run(fn)
+    assert _threads_named("distribute-replica") == []
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("threads", [False, True], ids=["greenlets", "threads"])
+def test_exception_in_merge_fn_unwinds_every_replica(threads):
+    s = distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+    s.extended.experimental_replica_threads = threads
+    unwound = []
+
+    def merge_fn(strategy):
+        raise KeyError("merge failed")
+
+    def fn():
+        try:
+            distribute.get_replica_context().merge_call(merge_fn)
+        finally:
+            unwound.append(int(rid()))
+
+    with pytest.raises(KeyError, match="merge failed"):
+        s.run(fn)
+    assert sorted(unwound) == [0, 1]
+    assert _threads_named("distribute-replica") == []
