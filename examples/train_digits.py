@@ -1,8 +1,10 @@
 """The main job: train a classifier on scikit-learn's bundled digits with MirroredStrategy.
 
-Two logical CPU replicas train one MLP synchronously: each step the global batch is split in
-two, each replica computes its loss scaled by the global batch size, and the optimizer sums the
-replicas' gradients and applies one update. Prints progress, then accuracy and examples/s.
+Two logical CPU replicas train one MLP synchronously. The training set is a
+``distribute.data.Dataset`` of shuffled global batches; ``strategy.experimental_distribute_dataset``
+splits every global batch between the replicas, each replica computes its loss scaled by the
+global batch size, and the optimizer sums the replicas' gradients and applies one update. Prints
+progress, then accuracy and examples/s.
 
 Run: ``make demo`` (or ``python examples/train_digits.py --replicas 3 --epochs 30``).
 """
@@ -18,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 import distribute
+from distribute.data import Dataset
 
 
 def load_digits() -> tuple:
@@ -60,19 +63,15 @@ def main(argv: list) -> int:
         optimizer.step()
         return loss.detach()
 
+    train = Dataset.from_tensor_slices((x_train, y_train)).shuffle(len(x_train), seed=0)
+    train = train.batch(args.batch_size, drop_remainder=True)  # a new order every epoch
+    dist_train = strategy.experimental_distribute_dataset(train)
     steps = len(x_train) // args.batch_size
     start = time.perf_counter()
     for epoch in range(1, args.epochs + 1):
-        perm = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(epoch))
         total = 0.0
-        for step in range(steps):
-            idx = perm[step * args.batch_size:(step + 1) * args.batch_size]
-            xb, yb = x_train[idx], y_train[idx]
-            per_replica = args.batch_size // n
-            inputs = strategy.experimental_distribute_values_from_function(
-                lambda ctx: (xb[ctx.replica_id_in_sync_group * per_replica:(ctx.replica_id_in_sync_group + 1) * per_replica],
-                             yb[ctx.replica_id_in_sync_group * per_replica:(ctx.replica_id_in_sync_group + 1) * per_replica]))
-            losses = strategy.run(train_step, args=(inputs,))
+        for batch in dist_train:  # each batch: a (x, y) pair of PerReplica halves
+            losses = strategy.run(train_step, args=(batch,))
             total += float(strategy.reduce("sum", losses, axis=None))
         bar = "#" * int(30 * epoch / args.epochs)
         print(f"\repoch {epoch:3d}/{args.epochs} [{bar:<30}] loss {total / steps:.4f}", end="", flush=True)

@@ -4,11 +4,12 @@ import distribute
 import distribute.experimental
 
 GOLDEN = [
-    "AggregatingVariable", "CrossDeviceOps", "DistributedValues", "DistributedVariable",
-    "HierarchicalCopyAllReduce", "InputContext", "Mirrored", "MirroredStrategy", "MirroredVariable",
+    "AggregatingVariable", "CrossDeviceOps", "DistributedDataset", "DistributedIterator",
+    "DistributedValues", "DistributedVariable", "HierarchicalCopyAllReduce", "InputContext",
+    "InputOptions", "InputReplicationMode", "Mirrored", "MirroredStrategy", "MirroredVariable",
     "NcclAllReduce", "OneDeviceStrategy", "PerReplica", "ReduceOp", "ReductionToOneDevice",
     "ReplicaContext", "Strategy", "StrategyExtended", "SyncOnReadVariable", "TensorSpec", "Variable",
-    "VariableAggregation", "VariableSynchronization", "errors", "experimental",
+    "VariableAggregation", "VariableSynchronization", "data", "errors", "experimental",
     "experimental_set_strategy", "function", "get_cross_replica_context", "get_replica_context",
     "get_strategy", "has_strategy", "in_cross_replica_context", "nn", "optim",
 ]

@@ -32,7 +32,7 @@ Example:
     >>> loss = strategy.reduce("sum", strategy.run(step, args=(batches,)), axis=None)
 """
 
-from distribute import errors, nn, optim
+from distribute import data, errors, nn, optim
 from distribute._core.context import (experimental_set_strategy, get_cross_replica_context,
                                       get_replica_context, get_strategy, has_strategy,
                                       in_cross_replica_context)
@@ -44,6 +44,8 @@ from distribute._core.strategy import Strategy, StrategyExtended
 from distribute._core.tensor_spec import TensorSpec
 from distribute._core.values import DistributedValues, Mirrored, PerReplica
 from distribute._core.variables import Variable
+from distribute.distributed_input import (DistributedDataset, DistributedIterator, InputOptions,
+                                          InputReplicationMode)
 from distribute.collectives.cross_device_ops import (CrossDeviceOps, HierarchicalCopyAllReduce, NcclAllReduce,
                                                      ReductionToOneDevice)
 from distribute.function import function
@@ -52,11 +54,12 @@ from distribute.strategies.one_device import OneDeviceStrategy
 from distribute import experimental  # noqa: E402  (re-exports strategies defined above)
 
 __all__ = [
-    "AggregatingVariable", "CrossDeviceOps", "DistributedValues", "DistributedVariable",
-    "HierarchicalCopyAllReduce", "InputContext", "Mirrored", "MirroredStrategy", "MirroredVariable",
+    "AggregatingVariable", "CrossDeviceOps", "DistributedDataset", "DistributedIterator",
+    "DistributedValues", "DistributedVariable", "HierarchicalCopyAllReduce", "InputContext",
+    "InputOptions", "InputReplicationMode", "Mirrored", "MirroredStrategy", "MirroredVariable",
     "NcclAllReduce", "OneDeviceStrategy", "PerReplica", "ReduceOp", "ReductionToOneDevice",
     "ReplicaContext", "Strategy", "StrategyExtended", "SyncOnReadVariable", "TensorSpec", "Variable",
-    "VariableAggregation", "VariableSynchronization", "errors", "experimental",
+    "VariableAggregation", "VariableSynchronization", "data", "errors", "experimental",
     "experimental_set_strategy", "function", "get_cross_replica_context", "get_replica_context",
     "get_strategy", "has_strategy", "in_cross_replica_context", "nn", "optim",
 ]

@@ -13,7 +13,7 @@ import torch
 
 from distribute._core import context
 from distribute._core.reduce_op import ReduceOp
-from distribute._core.replica_context import ValueContext
+from distribute._core.replica_context import InputContext, ValueContext
 from distribute._core.strategy import Strategy, StrategyExtended
 
 __all__ = ["DefaultStrategy"]
@@ -76,6 +76,12 @@ class DefaultExtended(StrategyExtended):
 
     def _distribute_values_from_function(self, value_fn: Callable) -> Any:
         return value_fn(ValueContext())
+
+    def _experimental_distribute_dataset(self, dataset: Any, options: Any) -> Any:
+        return dataset
+
+    def _distribute_datasets_from_function(self, dataset_fn: Callable, options: Any) -> Any:
+        return dataset_fn(InputContext())
 
     def _merge_call(self, ctx: Any, merge_fn: Callable, args: tuple, kwargs: dict) -> Any:
         return context.default_replica_context().merge_call(merge_fn, args, kwargs)

@@ -201,6 +201,9 @@ class InputContext:
 
     def get_per_replica_batch_size(self, global_batch_size: int) -> int:
         """``global_batch_size // num_replicas_in_sync``; raises if it does not divide."""
+        if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, int):
+            raise TypeError("Expected `global_batch_size` to be an int, received "
+                            f"global_batch_size={global_batch_size!r} of type {type(global_batch_size).__name__}.")
         if global_batch_size % self._num_replicas_in_sync != 0:
             raise ValueError(
                 f"The `global_batch_size` {global_batch_size} is not divisible by "

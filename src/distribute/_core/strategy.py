@@ -199,6 +199,87 @@ class Strategy:
             raise TypeError(f"value_fn must be callable, received {value_fn!r}.")
         return self._extended._distribute_values_from_function(value_fn)
 
+    # -- input ----------------------------------------------------------------------
+    # distribute.distributed_input sits above _core (it builds on values and contexts), so the
+    # input methods import it where they are used.
+    def experimental_distribute_dataset(self, dataset: Any, options: Any = None) -> Any:
+        """Splits a dataset of **global** batches over the replicas (see docs/distributed_input.md).
+
+        ``dataset`` is a ``distribute.data.Dataset`` (auto-sharded between workers by its
+        ``options().experimental_distribute.auto_shard_policy``), a ``torch.utils.data.DataLoader``
+        or any iterable of batches; ``options`` an ``InputOptions``. Each element holds one batch
+        per local replica (``PerReplica``, bare with one replica); the last step may give some
+        replicas empty batches. The default strategy returns ``dataset`` itself.
+
+        Example:
+            >>> from distribute.data import Dataset
+            >>> s = distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+            >>> for batch in s.experimental_distribute_dataset(Dataset.range(8).batch(4)):
+            ...     s.run(lambda x: x.sum(), args=(batch,))
+        """
+        from distribute.distributed_input import api  # upward: see the comment above
+
+        api.check_dataset(dataset)
+        options = api.resolve_options(options)
+        api.check_dataset_options(options)
+        return self._extended._experimental_distribute_dataset(dataset, options)
+
+    def distribute_datasets_from_function(self, dataset_fn: Callable, options: Any = None) -> Any:
+        """Builds per-replica batches with ``dataset_fn(InputContext)``, once per worker.
+
+        ``dataset_fn`` returns a dataset (or iterable) of **per-replica** batches, sharded as it
+        wishes with the context's ``num_input_pipelines``/``input_pipeline_id``; its batches go to
+        the worker's replicas in turn. With ``InputOptions(experimental_replication_mode=
+        InputReplicationMode.PER_REPLICA)`` it is called once per replica instead. The default
+        strategy returns ``dataset_fn(InputContext())``.
+
+        Example:
+            >>> def dataset_fn(ctx):
+            ...     batch = ctx.get_per_replica_batch_size(64)
+            ...     return Dataset.range(640).shard(ctx.num_input_pipelines, ctx.input_pipeline_id).batch(batch)
+            >>> dist = s.distribute_datasets_from_function(dataset_fn)
+        """
+        from distribute.distributed_input import api  # upward: see the comment above
+
+        api.check_dataset_fn(dataset_fn)
+        options = api.resolve_options(options)
+        api.check_function_options(options)
+        if options.experimental_replication_mode is api.InputReplicationMode.PER_REPLICA and \
+                self._extended._per_replica_input_error is not None:
+            raise NotImplementedError(self._extended._per_replica_input_error)
+        return self._extended._distribute_datasets_from_function(dataset_fn, options)
+
+    experimental_distribute_datasets_from_function = distribute_datasets_from_function
+
+    def make_dataset_iterator(self, dataset: Any) -> Any:
+        """Deprecated (TF1): an iterator of ``experimental_distribute_dataset(dataset)``; ``initialize()`` restarts it."""
+        from distribute.distributed_input import api  # upward: see the comment above
+
+        return api.InitializableIterator(self.experimental_distribute_dataset(dataset))
+
+    def make_input_fn_iterator(self, input_fn: Callable, replication_mode: Any = None) -> Any:
+        """Deprecated (TF1): an initializable iterator over
+        ``distribute_datasets_from_function(input_fn)``; only ``PER_WORKER`` replication."""
+        from distribute.distributed_input import api  # upward: see the comment above
+
+        api.check_dataset_fn(input_fn, "input_fn")
+        api.check_replication_mode(api.InputReplicationMode.PER_WORKER if replication_mode is None
+                                   else replication_mode)
+        return api.InitializableIterator(self.distribute_datasets_from_function(input_fn))
+
+    def experimental_run(self, fn: Callable, input_iterator: Any = None) -> Any:
+        """Deprecated: ``run(fn, args=(input_iterator.get_next(),))`` (``run(fn)`` without an iterator)."""
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, received {fn!r} of type {type(fn).__name__}.")
+        if input_iterator is None:
+            return self.run(fn)
+        if not callable(getattr(input_iterator, "get_next", None)):
+            raise TypeError("Expected `input_iterator` to be a distributed iterator (with get_next()), "
+                            f"received {input_iterator!r}. Make one with make_dataset_iterator(dataset).")
+        with self.scope():
+            inputs = input_iterator.get_next()
+        return self.run(fn, args=(inputs,))
+
     def colocate_vars_with(self, colocate_with_variable: Any) -> Any:
         """Deprecated alias of ``extended.colocate_vars_with``."""
         return self._extended.colocate_vars_with(colocate_with_variable)
@@ -371,6 +452,33 @@ class StrategyExtended:
             raise ValueError(
                 "destinations must be a device name, a tensor, a variable or a distributed value, "
                 f"not {type(destinations).__name__}: {destinations!r}.")
+
+    # -- input hooks (multi-worker strategies override the first three) ----------------
+    _per_replica_input_error: Optional[str] = None
+    """Set by strategies that refuse ``InputReplicationMode.PER_REPLICA`` (the error text)."""
+
+    def _input_workers(self) -> tuple[int, int]:
+        """``(number of input workers, this worker's index)``."""
+        return (1, 0)
+
+    def _any_worker_has_data(self, local_has_data: bool) -> bool:
+        """Every input step: True while any worker still has data (all workers call it)."""
+        return local_has_data
+
+    def _agree_on_input_seed(self, seed: int) -> int:
+        """Once per iteration of a distributed dataset: one shuffle seed for every worker
+        (multi-worker strategies return worker 0's)."""
+        return seed
+
+    def _experimental_distribute_dataset(self, dataset: Any, options: Any) -> Any:
+        from distribute.distributed_input import api  # upward: distributed input builds on _core
+
+        return api.distribute_dataset(self._container_strategy(), dataset, options)
+
+    def _distribute_datasets_from_function(self, dataset_fn: Callable, options: Any) -> Any:
+        from distribute.distributed_input import api  # upward: distributed input builds on _core
+
+        return api.distribute_datasets_from_function(self._container_strategy(), dataset_fn, options)
 
     def _across_workers(self) -> dict:
         """Hooks that extend a local reduction over worker processes (none in one process)."""

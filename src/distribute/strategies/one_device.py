@@ -39,6 +39,9 @@ class OneDeviceStrategy(Strategy):
 class OneDeviceExtended(MultiReplicaExtended):
     """OneDevice's extended API: a single replica, plain variables on the device."""
 
+    _per_replica_input_error = ("InputReplicationMode.PER_REPLICA is only supported in "
+                                "`experimental_distribute_datasets_from_function` of distribute.MirroredStrategy")
+
     def __init__(self, container_strategy: Any, devices: tuple) -> None:
         super().__init__(container_strategy, devices)
         device = devices[0].torch_device
