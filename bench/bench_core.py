@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Tuple
@@ -26,7 +25,7 @@ from typing import Callable, Dict, List, Tuple
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from common import ForeignLoad, fmt, machine_line, median, run_child, table, tf_python, write_section  # noqa: E402
+from common import fmt, machine_line, median, paired_rounds, table, tf_python, version_of, write_section  # noqa: E402
 
 CHILDREN = BENCH_DIR / "core_children"
 MIN_CLEAN = 3
@@ -84,18 +83,7 @@ def run_rounds(rounds: int, max_rounds: int, seconds: float) -> List[dict]:
     """One record per round: both children's outputs and whether the round was clean."""
     tf_py = os.environ.get("DISTRIBUTE_BENCH_TF_PYTHON") or tf_python()
     children = [("ours", sys.executable, CHILDREN / "ours.py"), ("tf", tf_py, CHILDREN / "tf_core.py")]
-    records: List[dict] = []
-    for r in range(max_rounds):
-        if r >= rounds and sum(rec["clean"] for rec in records) >= MIN_CLEAN:
-            break
-        record: dict = {"clean": True}
-        for label, python, script in children[r % 2:] + children[:r % 2]:
-            with ForeignLoad() as load:
-                record[label] = run_child(python, script, ["--seconds", str(seconds)])
-            record["clean"] = record["clean"] and load.clean
-            print(f"round {r + 1} {label}: foreign {load.cores:.2f} cores", flush=True)
-        records.append(record)
-    return records
+    return paired_rounds(children, ["--seconds", str(seconds)], rounds, max_rounds, MIN_CLEAN)
 
 
 def _cell(records: List[dict], side: str, group: str, key: str | None, digits: int) -> str:
@@ -139,13 +127,6 @@ def report(records: List[dict], versions: Dict[str, str], command: str) -> str:
     ])
 
 
-def _version(python: str, module: str) -> str:
-    code = f"import {module}; print({module}.__version__)"
-    result = subprocess.run([python, "-c", code], capture_output=True, text=True,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    return result.stdout.strip().splitlines()[-1] if result.returncode == 0 else "?"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds to run at least")
@@ -153,7 +134,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=0.3, help="seconds per timed repeat of a run case")
     args = parser.parse_args()
     tf_py = os.environ.get("DISTRIBUTE_BENCH_TF_PYTHON") or tf_python()
-    versions = {"torch": _version(sys.executable, "torch"), "tf": _version(tf_py, "tensorflow")}
+    versions = {"torch": version_of(sys.executable, "torch"), "tf": version_of(tf_py, "tensorflow")}
     records = run_rounds(args.rounds, args.max_rounds, args.seconds)
     markdown = report(records, versions, "python bench/bench_core.py")
     write_section("core", markdown)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List
@@ -32,7 +31,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 sys.path.insert(0, str(BENCH_DIR / "input_children"))
 
-from common import ForeignLoad, fmt, machine_line, median, run_child, table, tf_python, write_section  # noqa: E402
+from common import fmt, machine_line, median, paired_rounds, table, tf_python, version_of, write_section  # noqa: E402
 from _spec import BATCH, DESCRIPTIONS, SIZES  # noqa: E402
 
 CHILDREN = BENCH_DIR / "input_children"
@@ -44,19 +43,7 @@ def run_rounds(rounds: int, max_rounds: int, passes: int, scale: int) -> List[di
     """One record per round: each child's {pipeline: {mode: el/s}} and whether it was clean."""
     tf_py = os.environ.get("DISTRIBUTE_BENCH_TF_PYTHON") or tf_python()
     children = [("ours", sys.executable, CHILDREN / "ours.py"), ("tf", tf_py, CHILDREN / "tf_input.py")]
-    args = ["--passes", str(passes), "--scale", str(scale)]
-    records: List[dict] = []
-    for r in range(max_rounds):
-        if r >= rounds and sum(rec["clean"] for rec in records) >= MIN_CLEAN:
-            break
-        record: dict = {"clean": True}
-        for label, python, script in children[r % 2:] + children[:r % 2]:
-            with ForeignLoad() as load:
-                record[label] = run_child(python, script, args)
-            record["clean"] = record["clean"] and load.clean
-            print(f"round {r + 1} {label}: foreign {load.cores:.2f} cores", flush=True)
-        records.append(record)
-    return records
+    return paired_rounds(children, ["--passes", str(passes), "--scale", str(scale)], rounds, max_rounds, MIN_CLEAN)
 
 
 def _ratio(rates: Dict[str, float], mode: str) -> float:
@@ -136,13 +123,6 @@ def report(records: List[dict], versions: Dict[str, str]) -> str:
     ])
 
 
-def _version(python: str, module: str) -> str:
-    code = f"import {module}; print({module}.__version__)"
-    result = subprocess.run([python, "-c", code], capture_output=True, text=True,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    return result.stdout.strip().splitlines()[-1] if result.returncode == 0 else "?"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds to run at least")
@@ -154,7 +134,7 @@ def main() -> None:
         args.rounds, args.max_rounds, args.passes = 1, 1, 2
     records = run_rounds(args.rounds, args.max_rounds, args.passes, 64 if args.smoke else 1)
     tf_py = os.environ.get("DISTRIBUTE_BENCH_TF_PYTHON") or tf_python()
-    versions = {"torch": _version(sys.executable, "torch"), "tf": _version(tf_py, "tensorflow")}
+    versions = {"torch": version_of(sys.executable, "torch"), "tf": version_of(tf_py, "tensorflow")}
     markdown = report(records, versions)
     if not args.smoke:
         write_section("input", markdown)

@@ -158,3 +158,35 @@ def fmt(value: Optional[float], digits: int = 2) -> str:
     if value is None or value != value:
         return "-"
     return f"{value:,.{digits}f}"
+
+
+def version_of(python: str, module: str) -> str:
+    """``module.__version__`` as seen by the interpreter ``python`` ('?' if it cannot import it)."""
+    code = f"import {module}; print({module}.__version__)"
+    result = subprocess.run([python, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    return result.stdout.strip().splitlines()[-1] if result.returncode == 0 else "?"
+
+
+def paired_rounds(children: Sequence[tuple], args: Sequence[str], rounds: int, max_rounds: int,
+                  min_clean: int) -> List[dict]:
+    """Runs ``children`` ((label, python, script), ...) once per round, rotating their order.
+
+    Returns one record per round: each child's JSON output under its label, and ``clean``
+    (no child saw more than FOREIGN_LIMIT foreign cores). Runs at least ``rounds`` rounds and
+    more, up to ``max_rounds``, until ``min_clean`` rounds were clean.
+    """
+    records: List[dict] = []
+    children = list(children)
+    for r in range(max_rounds):
+        if r >= rounds and sum(rec["clean"] for rec in records) >= min_clean:
+            break
+        record: dict = {"clean": True}
+        shift = r % len(children)
+        for label, python, script in children[shift:] + children[:shift]:
+            with ForeignLoad() as load:
+                record[label] = run_child(python, script, args)
+            record["clean"] = record["clean"] and load.clean
+            print(f"round {r + 1} {label}: foreign {load.cores:.2f} cores", flush=True)
+        records.append(record)
+    return records

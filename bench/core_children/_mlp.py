@@ -1,5 +1,7 @@
 """The training workload shared by every child: MLP 784-512-512-10, global batch 256, SGD."""
 
+import time
+
 import numpy as np
 
 BATCH = 256
@@ -22,3 +24,15 @@ def make_batches():
 
     x, y = make_arrays()
     return [(torch.from_numpy(x[i]), torch.from_numpy(y[i])) for i in range(NUM_BATCHES)]
+
+
+def time_us(fn, seconds, warmup, inner):
+    """Microseconds per call of ``fn``: ``warmup`` calls, then batches of ``inner`` for ``seconds``."""
+    for _ in range(warmup):
+        fn()
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _ in range(inner):
+            fn()
+        calls += inner
+    return (time.perf_counter() - start) / calls * 1e6

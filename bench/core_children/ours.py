@@ -10,21 +10,10 @@ import time
 import torch
 
 import distribute
-from _mlp import BATCH, STEPS, WARMUP, make_batches
+from _mlp import BATCH, STEPS, WARMUP, make_batches, time_us
 
 FN_CASES = ["torch_direct", "default", "one_device", "mirrored_1", "mirrored_2", "mirrored_2_reduce"]
 TRAIN_CASES = ["torch_single", "mirrored_2", "central_storage_2"]
-
-
-def _time(fn, seconds):
-    for _ in range(200):
-        fn()
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        for _ in range(200):
-            fn()
-        calls += 200
-    return (time.perf_counter() - start) / calls * 1e6
 
 
 def run_overhead(seconds, repeats):
@@ -44,7 +33,7 @@ def run_overhead(seconds, repeats):
     samples = {name: [] for name in FN_CASES}
     for _ in range(repeats):  # round-robin, so background load hits every case alike
         for name in FN_CASES:
-            samples[name].append(_time(calls[name], seconds))
+            samples[name].append(time_us(calls[name], seconds, 200, 200))
     return {name: sorted(v)[len(v) // 2] for name, v in samples.items()}
 
 

@@ -10,24 +10,13 @@ import time
 
 import tensorflow as tf
 
-from _mlp import BATCH, STEPS, WARMUP, make_arrays
+from _mlp import BATCH, STEPS, WARMUP, make_arrays, time_us
 
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 FN_CASES = ["tf_eager_op", "tf_function_op", "default", "mirrored_1", "mirrored_2", "mirrored_2_function",
             "mirrored_2_reduce_function"]
 TRAIN_CASES = ["tf_single", "mirrored_2"]
-
-
-def _time(fn, seconds):
-    for _ in range(50):
-        fn()
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        for _ in range(20):
-            fn()
-        calls += 20
-    return (time.perf_counter() - start) / calls * 1e6
 
 
 def run_overhead(seconds, repeats):
@@ -51,7 +40,7 @@ def run_overhead(seconds, repeats):
     samples = {name: [] for name in FN_CASES}
     for _ in range(repeats):
         for name in FN_CASES:
-            samples[name].append(_time(calls[name], seconds))
+            samples[name].append(time_us(calls[name], seconds, 50, 20))
     return {name: sorted(v)[len(v) // 2] for name, v in samples.items()}
 
 

@@ -33,6 +33,21 @@ def time_cases(make, pipelines, passes, scale):
     return out
 
 
+def maker(strategy, pipeline):
+    """``make(name, mode, n)`` for a framework: its ``strategy`` and ``pipeline(name, n, batch)``."""
+    from _spec import BATCH, REPLICAS
+
+    def make(name, mode, n):
+        if mode == "plain":
+            dataset = pipeline(name, n, BATCH)
+        elif mode == "distributed":
+            dataset = strategy.experimental_distribute_dataset(pipeline(name, n, BATCH))
+        else:
+            dataset = strategy.distribute_datasets_from_function(lambda ctx: pipeline(name, n, BATCH // REPLICAS))
+        return lambda: _consume(dataset)
+    return make
+
+
 def main(make, consume_hint=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--pipelines", default=",".join(SIZES))
@@ -42,5 +57,3 @@ def main(make, consume_hint=None):
     pipelines = [p for p in args.pipelines.split(",") if p]
     print(json.dumps(time_cases(make, pipelines, args.passes, args.scale)))
 
-
-consume = _consume

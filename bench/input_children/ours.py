@@ -5,8 +5,8 @@ import torch
 import distribute
 from distribute.data import AUTOTUNE, Dataset, Options
 
-from _spec import BATCH, FEATURES, REPLICAS
-from _timing import consume, main
+from _spec import FEATURES, REPLICAS
+from _timing import main, maker
 
 STRATEGY = distribute.MirroredStrategy([f"CPU:{i}" for i in range(REPLICAS)])
 
@@ -34,16 +34,6 @@ def pipeline(name, n, batch):
     return Dataset.from_tensor_slices((x, y)).batch(batch)
 
 
-def make(name, mode, n):
-    if mode == "plain":
-        dataset = pipeline(name, n, BATCH)
-    elif mode == "distributed":
-        dataset = STRATEGY.experimental_distribute_dataset(pipeline(name, n, BATCH))
-    else:
-        dataset = STRATEGY.distribute_datasets_from_function(lambda ctx: pipeline(name, n, BATCH // REPLICAS))
-    return lambda: consume(dataset)
-
-
 if __name__ == "__main__":
     torch.set_num_threads(2)
-    main(make)
+    main(maker(STRATEGY, pipeline))

@@ -4,8 +4,8 @@ iterated eagerly in a Python loop and, for reference, inside a tf.function."""
 import numpy as np
 import tensorflow as tf
 
-from _spec import BATCH, FEATURES, REPLICAS
-from _timing import consume, main
+from _spec import FEATURES, REPLICAS
+from _timing import main, maker
 
 CPU = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(CPU, [tf.config.LogicalDeviceConfiguration()] * REPLICAS)
@@ -25,15 +25,5 @@ def pipeline(name, n, batch):
     return tf.data.Dataset.from_tensor_slices((x, np.arange(n))).batch(batch)
 
 
-def make(name, mode, n):
-    if mode == "plain":
-        dataset = pipeline(name, n, BATCH)
-    elif mode == "distributed":
-        dataset = STRATEGY.experimental_distribute_dataset(pipeline(name, n, BATCH))
-    else:
-        dataset = STRATEGY.distribute_datasets_from_function(lambda ctx: pipeline(name, n, BATCH // REPLICAS))
-    return lambda: consume(dataset)
-
-
 if __name__ == "__main__":
-    main(make)
+    main(maker(STRATEGY, pipeline))
