@@ -1,0 +1,78 @@
+"""What both implementations share: the task from TF_CONFIG, the MLP, the data, timing and output."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from typing import Callable, Dict, List, Tuple
+
+import torch
+
+from distribute.cluster_resolver import TFConfigClusterResolver, id_in_cluster, worker_count
+
+torch.set_num_threads(1)
+
+GLOBAL_BATCH = 256
+SIZES_BYTES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
+
+
+def task() -> Tuple[int, int, str]:
+    """(rank, world size, rank 0's address) of this process, from TF_CONFIG."""
+    resolver = TFConfigClusterResolver()
+    spec = resolver.cluster_spec()
+    rank = id_in_cluster(spec, resolver.task_type, resolver.task_id)
+    return rank, worker_count(spec, resolver.task_type), spec.task_address("worker", 0)
+
+
+def mlp() -> torch.nn.Module:
+    """The benchmark model: MLP 784-512-512-10 (669,706 parameters)."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                               torch.nn.ReLU(), torch.nn.Linear(512, 10))
+
+
+def local_batch(rank: int, world: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """This worker's share of a synthetic global batch, resident in memory."""
+    gen = torch.Generator().manual_seed(1 + rank)
+    local = GLOBAL_BATCH // world
+    return torch.randn(local, 784, generator=gen), torch.randint(0, 10, (local,), generator=gen)
+
+
+def examples_per_second(step: Callable[[], None], sync: Callable[[], None], steps: int, repeats: int) -> float:
+    """Global examples/s of ``step`` (best of ``repeats`` timed runs of ``steps`` steps)."""
+    for _ in range(max(3, steps // 5)):
+        step()
+    rates = []
+    for _ in range(repeats):
+        sync()
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        sync()
+        rates.append(steps * GLOBAL_BATCH / (time.perf_counter() - start))
+    return max(rates)
+
+
+def seconds_per_call(call: Callable[[], None], reps: int, repeats: int) -> float:
+    """Median over ``repeats`` of the mean time of ``reps`` back-to-back calls."""
+    call()
+    times: List[float] = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(reps):
+            call()
+        times.append((time.perf_counter() - start) / reps)
+    return statistics.median(times)
+
+
+def reps_for(nbytes: int, smoke: bool) -> int:
+    """Back-to-back calls per timing at this size (about 40 MB moved, 5..200 calls)."""
+    reps = max(5, min(200, (40 << 20) // nbytes))
+    return max(2, reps // 20) if smoke else reps
+
+
+def emit(rank: int, result: Dict[str, object]) -> None:
+    """Rank 0 prints the result as the last line of its output."""
+    if rank == 0:
+        print("RESULT " + json.dumps(result), flush=True)

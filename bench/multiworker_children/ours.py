@@ -1,0 +1,70 @@
+"""Child (one per worker): MultiWorkerMirroredStrategy training and all-reduce timings.
+
+``ours.py train STEPS REPEATS`` prints global examples/s of the MLP; ``ours.py allreduce
+SMOKE`` prints, per size, seconds per all-reduce through the collective layer
+(``ProcessGroup.all_reduce``) and through the strategy (``ReplicaContext.all_reduce`` in
+``strategy.run``), with raw gloo measured in the same processes on the same group.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+from _peer import SIZES_BYTES, emit, examples_per_second, local_batch, mlp, reps_for, seconds_per_call, task
+
+import distribute
+from distribute.collectives.cross_device_ops import CommunicationOptions
+from distribute.strategies.multi_worker_mirrored import MultiWorkerMirroredStrategy
+
+
+def train(strategy: MultiWorkerMirroredStrategy, rank: int, world: int, steps: int, repeats: int) -> None:
+    with strategy.scope():
+        model = mlp()
+        opt = distribute.optim.SGD(model.parameters(), lr=0.01)
+    x, y = local_batch(rank, world)
+
+    def replica_step(x: torch.Tensor, y: torch.Tensor) -> None:
+        loss = torch.nn.functional.cross_entropy(model(x), y, reduction="sum") / 256
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    def sync() -> None:
+        strategy.reduce("sum", strategy.run(lambda: torch.tensor(1.0)), axis=None)
+
+    rate = examples_per_second(lambda: strategy.run(replica_step, args=(x, y)), sync, steps, repeats)
+    emit(rank, {"examples_per_second": rate})
+
+
+def allreduce(strategy: MultiWorkerMirroredStrategy, rank: int, smoke: bool) -> None:
+    group = strategy.extended._group
+    raw = group._parts["gloo"]
+    out = {}
+    sizes = SIZES_BYTES[:3] if smoke else SIZES_BYTES
+    repeats = 2 if smoke else 5
+    for nbytes in sizes:
+        x = torch.ones(nbytes // 4)
+        reps = reps_for(nbytes, smoke)
+        def ctx_call(x: torch.Tensor = x) -> None:
+            strategy.run(lambda: distribute.get_replica_context().all_reduce("sum", x))
+
+        out[str(nbytes)] = {
+            "raw": seconds_per_call(lambda x=x: raw.allreduce([x]).wait(), reps, repeats),
+            "layer": seconds_per_call(lambda x=x: group.all_reduce([x], note="bench"), reps, repeats),
+            "strategy": seconds_per_call(ctx_call, reps, repeats),
+        }
+    emit(rank, {"allreduce": out})
+
+
+def main() -> None:
+    rank, world, _ = task()
+    strategy = MultiWorkerMirroredStrategy(communication_options=CommunicationOptions(timeout_seconds=120))
+    if sys.argv[1] == "train":
+        train(strategy, rank, world, int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        allreduce(strategy, rank, sys.argv[2] == "smoke")
+
+
+if __name__ == "__main__":
+    main()

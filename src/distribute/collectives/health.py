@@ -1,0 +1,358 @@
+"""Health of a multi-worker job: status records, error reports, heartbeats and diagnosis.
+
+Gloo reports a failed peer as "Connection closed by peer [127.0.0.1]:36994" and a stalled one
+as "Timed out waiting 5000ms for recv": an address or nothing, never a task. This module keeps
+enough state in the rendezvous store to name the task and say what it was doing:
+
+* every task publishes a *heartbeat* record twice a second from a daemon thread: a beat
+  counter, its collective sequence number and what it is doing (in which collective, or
+  running user code after which one);
+* a task that fails (an exception reaches the top of its program) writes an *error report*
+  with the exception's type and message before it leaves the group;
+* the heartbeat thread also watches the reports of the others, so a task blocked in a
+  collective learns within about a second that a peer raised;
+* after a failed or timed-out collective, :func:`diagnose` reads the reports and heartbeats
+  (and, for peers on this machine, their process state) and builds the error to raise.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import torch.distributed as dist
+
+from distribute.collectives.failures import CollectiveTimeoutError, WorkerFailedError
+
+__all__ = ["Board", "LocalStatus", "Monitor", "diagnose", "install_exit_hooks", "linger", "process_identity"]
+
+BEAT_INTERVAL = 0.5
+"""Seconds between heartbeats."""
+_STALE_AFTER = 4 * BEAT_INTERVAL
+_STORE_TIMEOUT = datetime.timedelta(seconds=3)
+_PREFIX = "distribute/"
+
+
+class LocalStatus:
+    """What this task is doing, written by the main thread and published by the monitor."""
+
+    __slots__ = ("seq", "op", "inside", "state")
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.op = ""
+        self.inside = False
+        self.state = "running"
+
+    def describe(self) -> str:
+        """``'in collective #4, <op>'`` or ``'running user code after collective #3 (<op>)'``."""
+        if self.state != "running":
+            return f"{self.state} after collective #{self.seq}" + (f" ({self.op})" if self.op else "")
+        if self.inside:
+            return f"in collective #{self.seq + 1}, {self.op}"
+        if not self.seq:
+            return "running user code before its first collective"
+        return f"running user code after collective #{self.seq} ({self.op})"
+
+    def record(self, beat: int) -> Dict[str, Any]:
+        """The JSON record of a heartbeat."""
+        return {"beat": beat, "seq": self.seq, "inside": self.inside, "state": self.state,
+                "doing": self.describe()}
+
+
+def process_identity() -> Dict[str, Any]:
+    """What lets a peer on this machine check whether this process is alive."""
+    info: Dict[str, Any] = {}
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            info["boot"] = f.read().strip()
+        info["pidns"] = os.readlink("/proc/self/ns/pid")
+        info["start"] = _proc_stat(os.getpid())[19]
+    except (OSError, IndexError):
+        pass
+    return info
+
+
+def _proc_stat(pid: int) -> List[str]:
+    with open(f"/proc/{pid}/stat") as f:
+        text = f.read()
+    return text[text.rindex(")") + 2:].split()
+
+
+def local_process_state(record: Dict[str, Any]) -> Optional[str]:
+    """``'exited'``, ``'stopped'`` or ``'alive'`` for a peer on this machine; None if unknown."""
+    mine = process_identity()
+    if not mine.get("boot") or mine.get("boot") != record.get("boot") or mine.get("pidns") != record.get("pidns"):
+        return None
+    try:
+        fields = _proc_stat(int(record["pid"]))
+    except (OSError, KeyError, ValueError):
+        return "exited"
+    if fields[19] != record.get("start") or fields[0] in ("Z", "X"):
+        return "exited"
+    return "stopped" if fields[0] in ("T", "t") else "alive"
+
+
+class Board:
+    """The status records of every task in the store (one client connection per Board)."""
+
+    def __init__(self, store: dist.Store, tasks: Sequence[str], rank: int) -> None:
+        self._store = store
+        self._tasks = tuple(tasks)
+        self._rank = rank
+        store.set_timeout(_STORE_TIMEOUT)
+
+    def publish(self, record: Dict[str, Any]) -> None:
+        """Writes this task's heartbeat."""
+        self._store.set(_PREFIX + f"beat/{self._rank}", json.dumps(record))
+
+    def report(self, error_type: str, message: str, doing: str, primary: bool, culprit: Optional[str]) -> None:
+        """Records this task's failure for the others.
+
+        ``primary`` is False when the failure was caused by a peer; ``culprit`` then names it.
+        """
+        record = {"type": error_type, "message": message[:2000], "doing": doing, "primary": primary,
+                  "culprit": culprit if culprit else self._tasks[self._rank]}
+        self._store.set(_PREFIX + f"error/{self._rank}", json.dumps(record))
+        self._store.add(_PREFIX + "errors", 1)
+
+    def error_count(self) -> int:
+        """How many tasks have reported an error."""
+        return int(self._store.add(_PREFIX + "errors", 0))
+
+    def errors(self) -> Dict[int, Dict[str, Any]]:
+        """The error reports, by rank."""
+        return self._read("error")
+
+    def beats(self) -> Dict[int, Dict[str, Any]]:
+        """The latest heartbeats, by rank."""
+        return self._read("beat")
+
+    def _read(self, kind: str) -> Dict[int, Dict[str, Any]]:
+        keys = {r: _PREFIX + f"{kind}/{r}" for r in range(len(self._tasks))}
+        present = {r: k for r, k in keys.items() if self._store.check([k])}
+        if not present:
+            return {}
+        values = self._store.multi_get(list(present.values()))
+        return {r: json.loads(v) for r, v in zip(present, values)}
+
+
+class Monitor:
+    """A daemon thread that publishes heartbeats and notices the error reports of peers."""
+
+    def __init__(self, board: Board, status: LocalStatus, rank: int) -> None:
+        self._board = board
+        self._status = status
+        self._rank = rank
+        self._stop = threading.Event()
+        self.failure: Optional[Dict[str, Any]] = None
+        self._thread = threading.Thread(target=self._loop, name="distribute-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        """Starts the thread."""
+        self._thread.start()
+
+    def _loop(self) -> None:
+        beat, seen = 0, 0
+        while not self._stop.is_set():
+            beat += 1
+            try:
+                self._board.publish(self._status.record(beat))
+                count = self._board.error_count()
+                if count > seen:
+                    seen = count
+                    self._notice(self._board.errors())
+            except Exception:  # noqa: BLE001 - the store host may be gone; diagnosis reports it
+                pass
+            self._stop.wait(BEAT_INTERVAL)
+
+    def _notice(self, reports: Dict[int, Dict[str, Any]]) -> None:
+        for rank, report in sorted(reports.items()):
+            if rank != self._rank and report.get("primary") and self.failure is None:
+                self.failure = dict(report, rank=rank)
+
+    def stop(self) -> None:
+        """Stops and joins the thread (idempotent)."""
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5 * BEAT_INTERVAL + _STORE_TIMEOUT.total_seconds())
+
+
+def reported_failure(tasks: Sequence[str], me: str, report: Dict[str, Any], doing: str,
+                     operation: Optional[str]) -> WorkerFailedError:
+    """The error for a peer that reported an exception (its own, or one caused by another task)."""
+    task = tasks[report["rank"]]
+    cause = f"{report.get('type')}: {report.get('message')}"
+    culprit = report.get("culprit") or task
+    return WorkerFailedError(
+        f"{task} failed with {cause} (it was {report.get('doing')}). This task ({me}) was {doing}. "
+        "The job cannot continue; restart every task (from the last checkpoint).",
+        task=culprit, operation=operation, cause=cause)
+
+
+def diagnose(board: Board, tasks: Sequence[str], rank: int, status: LocalStatus, records: Sequence[Dict[str, Any]],
+             error: str, timed_out: bool, timeout: float) -> Exception:
+    """Explains why the current collective failed, naming the task at fault.
+
+    Args:
+        board: the store records (a connection this thread may use).
+        tasks: task names by rank; rank 0 hosts the store.
+        rank: this task's rank.
+        status: what this task is doing.
+        records: every rank's join record (pid and machine identity).
+        error: what torch.distributed said.
+        timed_out: whether the collective exceeded its deadline.
+        timeout: that deadline in seconds.
+    """
+    me, doing, op = tasks[rank], status.describe(), status.op
+    try:
+        return _diagnose(board, tasks, rank, status, records, error, timed_out, timeout)
+    except Exception:  # noqa: BLE001 - the store is gone with its host
+        return WorkerFailedError(
+            f"{tasks[0]} (the rendezvous host) is unreachable: its process died or its machine is down "
+            f"while this task ({me}) was {doing}. Underlying error: {error}",
+            task=tasks[0], operation=op, cause="unreachable")
+
+
+def _diagnose(board: Board, tasks: Sequence[str], rank: int, status: LocalStatus,
+              records: Sequence[Dict[str, Any]], error: str, timed_out: bool, timeout: float) -> Exception:
+    me, doing, op = tasks[rank], status.describe(), status.op
+    deadline = time.monotonic() + (0.3 if timed_out else 1.0)
+    while True:
+        reports = {r: dict(rep, rank=r) for r, rep in board.errors().items() if r != rank}
+        primary = [rep for rep in reports.values() if rep.get("primary")]
+        if primary or time.monotonic() >= deadline or _any_exited(records, rank):
+            break
+        time.sleep(0.05)
+    if primary or reports:
+        return reported_failure(tasks, me, (primary or list(reports.values()))[0], doing, op)
+    beats = board.beats()
+    gone = _gone_peers(board, tasks, rank, records, beats)
+    if gone and timed_out and all("exited" not in what for _, what in gone):
+        return _stall_error(tasks, rank, status, beats, timeout, dict(gone))
+    if gone:
+        peer, what = gone[0]
+        return WorkerFailedError(
+            f"{tasks[peer]} {what} after collective #{status.seq} while this task ({me}) was {doing}. "
+            f"Restart every task (from the last checkpoint). Underlying error: {error}",
+            task=tasks[peer], operation=op, cause=what)
+    finished = [r for r, b in beats.items() if r != rank and b.get("state") == "finished"]
+    if finished:
+        peer = finished[0]
+        return WorkerFailedError(
+            f"{tasks[peer]} shut down after collective #{beats[peer].get('seq')} while this task ({me}) was "
+            f"{doing}: the workers ran different numbers of collectives (for example different numbers of "
+            "steps or batches). Every worker must run the same steps.", task=tasks[peer], operation=op,
+            cause="finished early")
+    return _stall_error(tasks, rank, status, beats, timeout, {}) if timed_out else WorkerFailedError(
+        f"A collective failed on {me} while it was {doing}, and no task reported an error: {error}",
+        task=None, operation=op, cause=error)
+
+
+def _any_exited(records: Sequence[Dict[str, Any]], rank: int) -> bool:
+    # An exited peer wrote its report (if any) before leaving: no need to wait for one.
+    return any(local_process_state(rec) == "exited" for r, rec in enumerate(records) if r != rank)
+
+
+def _gone_peers(board: Board, tasks: Sequence[str], rank: int, records: Sequence[Dict[str, Any]],
+                beats: Dict[int, Dict[str, Any]]) -> List[tuple]:
+    gone = []
+    unknown = []
+    for peer in range(len(tasks)):
+        if peer == rank:
+            continue
+        state = local_process_state(records[peer]) if peer < len(records) else None
+        if state == "exited":
+            gone.append((peer, "died (its process exited)"))
+        elif state == "stopped":
+            gone.append((peer, "stopped responding (its process is stopped)"))
+        elif state is None:
+            unknown.append(peer)
+    if gone or not unknown:
+        return gone
+    time.sleep(_STALE_AFTER)
+    later = board.beats()
+    return [(p, "stopped responding (no heartbeat for 2 s)") for p in unknown
+            if later.get(p, {}).get("beat") == beats.get(p, {}).get("beat")]
+
+
+def _last_doing(beat: Optional[Dict[str, Any]], seq: int) -> str:
+    """What a peer was doing: its heartbeat, unless older than the last collective we shared."""
+    if beat and beat.get("seq", 0) >= seq:
+        return str(beat.get("doing"))
+    return f"running user code after collective #{seq}" if seq else "running user code before its first collective"
+
+
+def _stall_error(tasks: Sequence[str], rank: int, status: LocalStatus, beats: Dict[int, Dict[str, Any]],
+                 timeout: float, notes: Dict[int, str]) -> CollectiveTimeoutError:
+    me, target = tasks[rank], status.seq + 1
+    late = [r for r in range(len(tasks)) if r != rank and (r in notes or
+            not (beats.get(r, {}).get("inside") and beats[r].get("seq", 0) + 1 == target))]
+    late = late or [r for r in range(len(tasks)) if r != rank]
+    named = "; ".join(f"{tasks[r]} {notes.get(r, 'is alive')} and was last {_last_doing(beats.get(r), status.seq)}"
+                      for r in late)
+    return CollectiveTimeoutError(
+        f"Collective #{target} ({status.op}) timed out after {timeout:g} s on {me}: "
+        f"{', '.join(tasks[r] for r in late)} did not reach it ({named}). A worker is stalled or runs "
+        "different code; raise CommunicationOptions(timeout_seconds=...) if it is just slow.",
+        task=tasks[late[0]], operation=status.op, stalled=[tasks[r] for r in late])
+
+
+def linger(board: Board, records: Sequence[Dict[str, Any]], world_size: int, limit: float) -> None:
+    """Keeps the store (this process) up until every peer finished, failed or went silent.
+
+    Run by the rendezvous host when it leaves, so that peers can still read its status and
+    error report; bounded by ``limit`` seconds.
+    """
+    deadline = time.monotonic() + limit
+    last: Dict[int, Any] = {}
+    quiet_since: Dict[int, float] = {}
+    while time.monotonic() < deadline:
+        beats, errors, now = board.beats(), board.errors(), time.monotonic()
+        pending = []
+        for rank in range(1, world_size):
+            beat = beats.get(rank, {})
+            if beat.get("state") in ("finished", "failed") or rank in errors or \
+                    (rank < len(records) and local_process_state(records[rank]) == "exited"):
+                continue
+            if beat.get("beat") != last.get(rank):
+                last[rank], quiet_since[rank] = beat.get("beat"), now
+            if now - quiet_since[rank] < _STALE_AFTER:
+                pending.append(rank)
+        if not pending:
+            return
+        time.sleep(0.1)
+
+
+_HOOKS: Dict[str, Any] = {}
+
+
+def install_exit_hooks(groups: Callable[[], List[Any]], shutdown_all: Callable[[], None]) -> None:
+    """Reports an exception that ends the program to the peers, and leaves the groups at exit.
+
+    The report goes out before the traceback is printed, and the groups are shut down right
+    after, so peers blocked in a collective with this task fail at once with its error, even
+    when a non-daemon thread keeps this process alive. Installed once per process; the
+    previous ``sys.excepthook`` still runs.
+    """
+    if _HOOKS:
+        return
+    previous = sys.excepthook
+
+    def report_then_exit(exc_type: Any, exc: BaseException, tb: Any) -> None:
+        current = groups()
+        for group in current:
+            group.report_failure(exc)
+        previous(exc_type, exc, tb)
+        for group in current:
+            group.shutdown()
+
+    _HOOKS["previous"] = previous
+    sys.excepthook = report_then_exit
+    atexit.register(shutdown_all)

@@ -1,0 +1,476 @@
+"""Collectives across worker processes over ``torch.distributed``, with deadlines and blame.
+
+This layer (this module with its helpers ``rendezvous.py``, ``health.py``, ``verify.py`` and
+``packing.py``) is the only place in ``distribute`` that creates a TCPStore or a torch process
+group. :func:`connect` meets the other tasks of the cluster (see ``rendezvous.py``), builds a
+gloo process group whose sockets bind this task's own address (plus an NCCL group for CUDA
+tensors when asked), and starts a heartbeat thread. :class:`ProcessGroup` then offers packed
+``all_reduce`` (SUM), uneven ``all_gather`` and ``broadcast``:
+
+* every collective is agreed between workers first (``verify.py``), so differing shapes,
+  dtypes or order raise :class:`CollectiveMismatchError` on every worker instead of a
+  ``SIGABRT`` or a hang; in a steady training loop this costs no extra exchange;
+* every collective has a deadline (``timeout``); waiting happens in short slices, so a peer
+  that reports an exception stops the others within about a second;
+* a failed collective raises :class:`WorkerFailedError` or :class:`CollectiveTimeoutError`
+  naming the task at fault and what it was doing (``health.py``); the group is then broken
+  and every later call raises :class:`GroupBrokenError` (restart the job);
+* an exception that ends the program is reported to the peers, and the group is closed at
+  exit (idempotent :meth:`ProcessGroup.shutdown`).
+
+Example (in each of two processes with the same cluster and its own task)::
+
+    group = connect(ClusterSpec({"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}), "worker", rank)
+    total, = group.all_reduce([torch.ones(3)], note="example")   # tensor([2., 2., 2.])
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.distributed as dist
+from torch._C import _distributed_c10d as _c10d
+
+from distribute.cluster_resolver import ClusterSpec, parse_address
+from distribute.collectives import health
+from distribute.collectives.failures import (CollectiveMismatchError, GroupBrokenError, RendezvousTimeoutError,
+                                             WorkerFailedError)
+from distribute.collectives.packing import Meta, Slot, SlotPool, check_tensors, metas_of, plan_frames
+from distribute.collectives.rendezvous import Layout, join, make_layout, open_store
+from distribute.collectives.verify import Fingerprint, Verifier, make_fingerprint
+
+__all__ = ["DEFAULT_COLLECTIVE_TIMEOUT", "DEFAULT_RENDEZVOUS_TIMEOUT", "ProcessGroup", "connect", "shutdown_all"]
+
+DEFAULT_RENDEZVOUS_TIMEOUT = 30.0
+"""Seconds the tasks have to meet when ``CommunicationOptions.timeout_seconds`` is not set."""
+DEFAULT_COLLECTIVE_TIMEOUT = 120.0
+"""Seconds a collective may wait for its peers when ``timeout_seconds`` is not set."""
+_SLICE = datetime.timedelta(milliseconds=200)
+_SLICE_EXPIRED = "Operation timed out"  # what Work.wait(timeout) raises while the work goes on
+_LINGER = 10.0
+_GROUPS: Dict[Tuple[str, int, bool], "ProcessGroup"] = {}
+_LOCK = threading.Lock()
+_CPU = torch.device("cpu")
+
+
+class ProcessGroup:
+    """The collectives of one task with the other tasks of its cluster (see :func:`connect`)."""
+
+    def __init__(self, layout: Layout, parts: Dict[str, Any], records: List[dict], timeout: float) -> None:
+        self._layout = layout
+        self._parts = parts
+        self._records = records
+        self._timeout = timeout
+        self._status = health.LocalStatus()
+        self._verifier = Verifier(self._gather_ints, layout.tasks, layout.rank)
+        self._fingerprints: Dict[tuple, Fingerprint] = {}
+        self._options: Dict[tuple, Any] = {}
+        self._broken: Optional[BaseException] = None
+        self._closed = False
+        self._limit = timeout
+        self._pool = SlotPool()
+
+    # -- who -----------------------------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        """This task's rank (its id in the cluster: the chief is 0)."""
+        return self._layout.rank
+
+    @property
+    def world_size(self) -> int:
+        """The number of tasks in the group."""
+        return self._layout.world_size
+
+    @property
+    def task(self) -> str:
+        """This task's name, e.g. ``'worker:1'``."""
+        return self._layout.task
+
+    @property
+    def tasks(self) -> Tuple[str, ...]:
+        """Every task's name, by rank."""
+        return self._layout.tasks
+
+    @property
+    def backend(self) -> str:
+        """``'gloo'``, or ``'nccl+gloo'`` when CUDA tensors travel over NCCL."""
+        return "nccl+gloo" if self._parts.get("nccl") is not None else "gloo"
+
+    @property
+    def sequence(self) -> int:
+        """How many collectives this group has completed."""
+        return self._verifier.seq
+
+    # -- collectives ---------------------------------------------------------------------
+    def all_reduce(self, tensors: Sequence[torch.Tensor], *, note: str = "all_reduce", timeout: Optional[float] = None,
+                   bytes_per_pack: int = 0, inplace: bool = False) -> List[torch.Tensor]:
+        """Sums each tensor over all workers (packed into few buffers).
+
+        Args:
+            tensors: the tensors to sum; every worker passes the same shapes and dtypes.
+            note: what this is, for fingerprints and error messages.
+            timeout: seconds to wait for the peers (None: the group's default).
+            bytes_per_pack: pack size limit in bytes (0: one pack per dtype).
+            inplace: write the sums into ``tensors`` (and return them) instead of new tensors.
+
+        Returns:
+            The sums, one per tensor (views of an internal buffer unless ``inplace``).
+        """
+        tensors = check_tensors(tensors, "all_reduce")
+        if not isinstance(bytes_per_pack, int) or isinstance(bytes_per_pack, bool) or bytes_per_pack < 0:
+            raise ValueError(f"bytes_per_pack must be a non-negative int, received {bytes_per_pack!r}.")
+        metas = metas_of(tensors)
+        device = tensors[0].device
+        wire = self._wire(device)
+        fp = self._fingerprint(f"all_reduce/{wire.type}", note, metas, bytes_per_pack, True)
+        limit = self._begin(fp, timeout)
+        try:
+            slots = self._reduce(fp, tensors, limit, wire)
+        finally:
+            self._end()
+        outputs: List[torch.Tensor] = list(tensors)
+        for frame, slot in zip(fp.frames, slots):
+            for i, view in zip(frame.members, slot.views):
+                if inplace:
+                    with torch.no_grad():
+                        tensors[i].copy_(view)
+                else:
+                    outputs[i] = view if view.device == device else view.to(device)
+        return outputs
+
+    def all_gather(self, tensor: torch.Tensor, axis: int, *, note: str = "all_gather",
+                   timeout: Optional[float] = None, with_offset: bool = False) -> Any:
+        """Concatenates every worker's ``tensor`` along ``axis`` in rank order (sizes may differ there).
+
+        With ``with_offset``, returns ``(result, offset)`` where ``offset`` is where this
+        worker's part starts along ``axis``.
+        """
+        (tensor,) = check_tensors([tensor], "all_gather")
+        if isinstance(axis, bool) or not isinstance(axis, int) or tensor.dim() == 0 or \
+                not -tensor.dim() <= axis < tensor.dim():
+            raise ValueError(f"all_gather needs an int axis with -rank <= axis < rank; received axis={axis!r} for "
+                             f"shape {tuple(tensor.shape)}.")
+        moved = tensor.detach().movedim(axis, 0).contiguous().cpu()
+        meta: Meta = (torch.Size((-1,) + tuple(moved.shape[1:])), moved.dtype)
+        fp = self._fingerprint("all_gather", note, (meta,), 0, False)
+        limit = self._begin(fp, timeout)
+        try:
+            sizes = [s[0] for s in self._agree_fully(fp, [moved.shape[0]], limit)]
+            padded = torch.zeros((max(sizes),) + tuple(moved.shape[1:]), dtype=moved.dtype)
+            padded[:moved.shape[0]] = moved
+            outs = [torch.empty_like(padded) for _ in sizes]
+            self._wait(self._parts["gloo"].allgather([outs], [padded], self._opts("allgather", limit)), limit)
+            self._verifier.agree(fp)
+        finally:
+            self._end()
+        joined = torch.cat([o[:n] for o, n in zip(outs, sizes)]).movedim(0, axis).to(tensor.device)
+        return (joined, sum(sizes[:self.rank])) if with_offset else joined
+
+    def broadcast(self, tensors: Sequence[torch.Tensor], *, note: str = "broadcast", src: int = 0,
+                  timeout: Optional[float] = None) -> None:
+        """Overwrites ``tensors`` on every worker with rank ``src``'s values (in place)."""
+        tensors = check_tensors(tensors, "broadcast")
+        if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < self.world_size:
+            raise ValueError(f"src must be a rank in [0, {self.world_size}), received {src!r}.")
+        metas = metas_of(tensors)
+        fp = self._fingerprint(f"broadcast(from {self.tasks[src]})", note, metas, 0, False)
+        limit = self._begin(fp, timeout)
+        try:
+            self._agree_fully(fp, [], limit)
+            for frame in plan_frames(metas, 0):
+                slot = Slot(frame, metas, _CPU, False)
+                slot.fill(tensors, frame, None)
+                self._wait(self._parts["gloo"].broadcast([slot.buffer], self._opts("broadcast", limit, src)), limit)
+                with torch.no_grad():
+                    for i, view in zip(frame.members, slot.views):
+                        tensors[i].copy_(view)
+            self._verifier.agree(fp)
+        finally:
+            self._end()
+
+    def any_true(self, flag: bool, *, note: str = "flag", timeout: Optional[float] = None) -> bool:
+        """True when ``flag`` is true on any worker."""
+        (total,) = self.all_reduce([torch.tensor([1 if flag else 0], dtype=torch.int64)], note=note, timeout=timeout)
+        return bool(total.item() > 0)
+
+    # -- the agreement protocol (see verify.py) ---------------------------------------------
+    def _fingerprint(self, kind: str, note: str, metas: Tuple[Meta, ...], bytes_per_pack: int,
+                     frames: bool) -> Fingerprint:
+        key = (kind, note, metas, bytes_per_pack)
+        fp = self._fingerprints.get(key)
+        if fp is None:
+            if len(self._fingerprints) > 4096:
+                self._fingerprints.clear()
+            fp = self._fingerprints[key] = make_fingerprint(kind, note, metas, bytes_per_pack, frames)
+        return fp
+
+    def _wire(self, device: torch.device) -> torch.device:
+        return device if device.type == "cuda" and "nccl" in self._parts else _CPU
+
+    def _data_group(self, kind: str) -> Any:
+        return self._parts["nccl"] if kind.endswith("/cuda") else self._parts["gloo"]
+
+    def _slots(self, fp: Fingerprint, tensors: Sequence[torch.Tensor], wire: torch.device) -> List[Slot]:
+        slots = []
+        for i, frame in enumerate(fp.frames):
+            slot = self._pool.get((fp.digest, i), frame, fp.metas, wire, i == 0)
+            slot.fill(tensors, frame, 0.0)
+            slots.append(slot)
+        return slots
+
+    def _reduce(self, fp: Fingerprint, tensors: List[torch.Tensor], limit: float, wire: torch.device) -> List[Slot]:
+        group, cuda = self._data_group(fp.kind), wire.type == "cuda"
+        slots = self._slots(fp, tensors, wire)
+        predicted = self._verifier.predicted()
+        if predicted is not None:
+            first = slots[0]
+            if predicted.digest == fp.digest:
+                self._wait(group.allreduce([first.buffer], self._opts("allreduce", limit)), limit, cuda)
+                if not first.header.item():  # type: ignore[union-attr]
+                    self._run_all(group, slots[1:], limit, cuda)
+                    self._verifier.agree(fp)
+                    return slots
+                first.fill(tensors, fp.frames[0], 0.0)
+            else:
+                self._send_marker(predicted, limit)
+        self._verifier.full_check(fp)
+        self._run_all(group, slots, limit, cuda)
+        self._verifier.agree(fp)
+        return slots
+
+    def _send_marker(self, predicted: Fingerprint, limit: float) -> None:
+        """Sends a frame shaped like the predicted one, flagged 'not this collective'."""
+        frame, cuda = predicted.frames[0], predicted.kind.endswith("/cuda")
+        marker = torch.zeros(frame.numel + 1, dtype=frame.dtype, device="cuda" if cuda else "cpu")
+        marker[-1] = 1
+        self._wait(self._data_group(predicted.kind).allreduce([marker], self._opts("allreduce", limit)), limit, cuda)
+
+    def _agree_fully(self, fp: Fingerprint, extras: Sequence[int], limit: float) -> List[Tuple[int, ...]]:
+        """Full check for kinds without a header slot (after a marker if a header was expected)."""
+        predicted = self._verifier.predicted()
+        if predicted is not None:
+            self._send_marker(predicted, limit)
+        return self._verifier.full_check(fp, extras)
+
+    def _gather_ints(self, tensor: torch.Tensor) -> List[torch.Tensor]:
+        outs = [torch.empty_like(tensor) for _ in range(self.world_size)]
+        limit = self._limit
+        self._wait(self._parts["gloo"].allgather([outs], [tensor], self._opts("allgather", limit)), limit)
+        return outs
+
+    def _run_all(self, group: Any, slots: Sequence[Slot], limit: float, cuda: bool) -> None:
+        works = [group.allreduce([slot.buffer], self._opts("allreduce", limit)) for slot in slots]
+        for work in works:
+            self._wait(work, limit, cuda)
+
+    def _opts(self, kind: str, limit: float, root: int = 0) -> Any:
+        key = (kind, limit, root)
+        opts: Any = self._options.get(key)
+        if opts is None:
+            opts = {"allreduce": _c10d.AllreduceOptions, "allgather": _c10d.AllgatherOptions,
+                    "broadcast": _c10d.BroadcastOptions}[kind]()
+            opts.timeout = datetime.timedelta(seconds=limit)
+            if kind == "broadcast":
+                opts.rootRank, opts.rootTensor = root, 0
+            self._options[key] = opts
+        return opts
+
+    # -- state, waiting and failures ---------------------------------------------------------
+    def _begin(self, fp: Fingerprint, timeout: Optional[float]) -> float:
+        if self._broken is not None or self._closed:
+            raise self._broken_error(fp.describe)
+        monitor = self._parts.get("monitor")
+        if monitor is not None and monitor.failure is not None:
+            raise self._break(health.reported_failure(self.tasks, self.task, monitor.failure,
+                                                      self._status.describe(), fp.describe))
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise ValueError(f"timeout must be a positive number of seconds or None, received {timeout!r}.")
+        limit = float(timeout) if timeout else self._timeout
+        self._limit = limit
+        self._status.op = fp.describe
+        self._status.inside = True
+        return limit
+
+    def _end(self) -> None:
+        self._status.inside = False
+        self._status.seq = self._verifier.seq
+
+    def _wait(self, work: Any, limit: float, cuda: bool = False) -> None:
+        if cuda:  # pragma: no cover - GPUs only; NCCL's watchdog enforces the timeout
+            work.wait()
+            return
+        start = time.monotonic()
+        while True:
+            try:
+                work.wait(_SLICE)
+                return
+            except RuntimeError as exc:
+                elapsed = time.monotonic() - start
+                sliced = str(exc).startswith(_SLICE_EXPIRED) and not work.is_completed()
+                if not sliced or elapsed > limit + 2.0:
+                    raise self._fail(str(exc), elapsed >= 0.9 * limit, limit) from None
+                monitor = self._parts.get("monitor")
+                if monitor is not None and monitor.failure is not None:
+                    raise self._break(health.reported_failure(
+                        self.tasks, self.task, monitor.failure, self._status.describe(), self._status.op)) from None
+
+    def _fail(self, error: str, timed_out: bool, limit: float) -> BaseException:
+        board = self._parts.get("board")
+        if board is None:
+            return self._break(WorkerFailedError(f"A collective failed on {self.task}: {error}",
+                                                 operation=self._status.op))
+        return self._break(health.diagnose(board, self.tasks, self.rank, self._status, self._records, error,
+                                           timed_out, limit))
+
+    def _break(self, exc: BaseException) -> BaseException:
+        if self._broken is None:
+            self._broken = exc
+        return exc
+
+    def _broken_error(self, operation: str) -> GroupBrokenError:
+        why = f"it failed earlier: {self._broken}" if self._broken is not None else "it was shut down"
+        return GroupBrokenError(
+            f"Cannot run {operation} on {self.task}: the process group cannot be used because {why}. "
+            "A multi-worker job must restart after a failure (resume from the last checkpoint).",
+            task=self.task, operation=operation)
+
+    # -- leaving ---------------------------------------------------------------------------
+    def report_failure(self, exc: BaseException) -> None:
+        """Tells the other tasks that this one fails with ``exc`` (called when it ends the program)."""
+        board = self._parts.get("board")
+        if board is None or self._closed:
+            return
+        primary = not isinstance(exc, (WorkerFailedError, GroupBrokenError, CollectiveMismatchError)) and \
+            getattr(exc, "stalled", None) is None
+        doing = self._status.describe()
+        self._status.state = "failed"
+        try:
+            board.report(type(exc).__name__, str(exc), doing, primary, None if primary else getattr(exc, "task", None))
+        except Exception:  # noqa: BLE001 - the store host may be gone already
+            pass
+
+    def shutdown(self) -> None:
+        """Leaves the group: stops the heartbeat, closes the process groups (idempotent)."""
+        if self._closed:
+            return
+        if self._broken is not None and self._status.state == "running":
+            self.report_failure(self._broken)  # the program caught the error and ended normally
+        self._closed = True
+        if self._status.state == "running":
+            self._status.state = "finished"
+        monitor, board = self._parts.pop("monitor", None), self._parts.get("board")
+        if monitor is not None:
+            monitor.stop()
+        for name in ("nccl", "gloo"):
+            self._parts.pop(name, None)
+        if board is not None:
+            try:
+                board.publish(self._status.record(-1))
+                if self.rank == 0:
+                    health.linger(board, self._records, self.world_size, _LINGER)
+            except Exception:  # noqa: BLE001 - the store host is gone; nothing left to tell
+                pass
+        for name in ("monitor_store", "board", "store"):
+            self._parts.pop(name, None)
+        _GROUPS.pop(self._key(), None)
+
+    def _key(self) -> Tuple[str, int, bool]:
+        return (self._layout.digest, self.rank, self._parts.get("nccl_wanted", False))
+
+    def __deepcopy__(self, memo: dict) -> "ProcessGroup":
+        return self  # one connection per task: copies share it
+
+    def __repr__(self) -> str:
+        return f"<ProcessGroup {self.task} rank {self.rank}/{self.world_size} {self.backend}>"
+
+
+def _gloo_group(store: dist.Store, layout: Layout, timeout: float) -> Any:
+    """A gloo group whose sockets listen on this task's own address only."""
+    options = dist.ProcessGroupGloo._Options()  # type: ignore[attr-defined]
+    options._devices = [dist.ProcessGroupGloo.create_device(hostname=layout.host)]
+    options._timeout = datetime.timedelta(seconds=timeout)
+    return dist.ProcessGroupGloo(dist.PrefixStore("distribute/gloo/", store), layout.rank, layout.world_size, options)
+
+
+def _nccl_group(store: dist.Store, layout: Layout, timeout: float) -> Any:  # pragma: no cover - GPUs only
+    options = dist.ProcessGroupNCCL.Options()
+    options._timeout = datetime.timedelta(seconds=timeout)
+    return dist.ProcessGroupNCCL(dist.PrefixStore("distribute/nccl/", store), layout.rank, layout.world_size, options)
+
+
+def connect(cluster_spec: ClusterSpec, task_type: str, task_id: int, *, rendezvous_timeout: Optional[float] = None,
+            collective_timeout: Optional[float] = None, nccl: bool = False) -> ProcessGroup:
+    """Joins (or reuses) this task's process group with the chief and worker tasks of the cluster.
+
+    Args:
+        cluster_spec: the cluster; rank 0 (the chief, else the first worker) hosts the
+            rendezvous at its own address.
+        task_type: this task's job (``'chief'`` or ``'worker'``).
+        task_id: this task's index in its job.
+        rendezvous_timeout: seconds for all tasks to meet (default 30).
+        collective_timeout: default seconds a collective waits for its peers (default 120).
+        nccl: also build an NCCL group, used for CUDA tensors.
+
+    Raises:
+        PortInUseError: rank 0 cannot listen because its port is taken.
+        RendezvousTimeoutError: not every task arrived in time (the message lists which did).
+        ClusterConfigError: the tasks disagree about the cluster, or this task is not in it.
+        AlreadyExistsError: another process already joined as this task.
+    """
+    if nccl and not (dist.is_nccl_available() and torch.cuda.is_available()):
+        raise ValueError("nccl=True needs a CUDA build of torch with NCCL and a visible GPU; received a "
+                         "machine without them. Use gloo (nccl=False).")
+    layout = make_layout(cluster_spec, task_type, task_id)
+    with _LOCK:
+        group = _GROUPS.get((layout.digest, layout.rank, nccl))
+    if group is None or group._closed:
+        # Built outside the lock: a second claim of the same task fails in the rendezvous.
+        group = _build(layout, rendezvous_timeout or DEFAULT_RENDEZVOUS_TIMEOUT,
+                       collective_timeout or DEFAULT_COLLECTIVE_TIMEOUT, nccl)
+        with _LOCK:
+            _GROUPS[group._key()] = group
+    if group.world_size > 1:
+        health.install_exit_hooks(lambda: list(_GROUPS.values()), shutdown_all)
+    return group
+
+
+def _build(layout: Layout, rendezvous_timeout: float, collective_timeout: float, nccl: bool) -> ProcessGroup:
+    deadline = time.monotonic() + rendezvous_timeout
+    store = open_store(layout, deadline, rendezvous_timeout)
+    parts: Dict[str, Any] = {"store": store, "nccl_wanted": nccl}
+    records = join(store, layout, deadline, rendezvous_timeout, health.process_identity())
+    store.set_timeout(datetime.timedelta(seconds=max(1.0, deadline - time.monotonic())))
+    parts["gloo"] = _connect_data(lambda: _gloo_group(store, layout, collective_timeout), layout, rendezvous_timeout)
+    if nccl:  # pragma: no cover - GPUs only
+        parts["nccl"] = _connect_data(lambda: _nccl_group(store, layout, collective_timeout), layout,
+                                      rendezvous_timeout)
+    address = parse_address(layout.rendezvous)
+    monitor_store = dist.TCPStore(address.host, address.port, None, False,
+                                  datetime.timedelta(seconds=max(1.0, deadline - time.monotonic())))
+    parts["board"] = health.Board(store, layout.tasks, layout.rank)
+    parts["monitor_store"] = monitor_store
+    group = ProcessGroup(layout, parts, records, collective_timeout)
+    monitor = health.Monitor(health.Board(monitor_store, layout.tasks, layout.rank), group._status, layout.rank)
+    parts["monitor"] = monitor
+    monitor.start()
+    return group
+
+
+def _connect_data(make: Any, layout: Layout, timeout: float) -> Any:
+    try:
+        return make()
+    except RuntimeError as exc:
+        raise RendezvousTimeoutError(
+            f"{layout.task} met every task at {layout.rendezvous} but could not connect its collective "
+            f"sockets within {timeout:g} s (a task may have died meanwhile): {exc}", task=layout.task,
+            joined=layout.tasks, address=layout.rendezvous) from exc
+
+
+def shutdown_all() -> None:
+    """Shuts down every process group of this process (run at exit; idempotent)."""
+    for group in list(_GROUPS.values()):
+        group.shutdown()
