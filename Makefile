@@ -1,5 +1,5 @@
 # The two commands of the README:
-#   make demo   set everything up, then train a model with MirroredStrategy (the main job)
+#   make demo   set everything up, then train a model on 2 worker processes (the main job)
 #   make test   set everything up, then run the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 setup: $(VENV)/.installed
 
 demo: setup
-	$(PY) examples/train_digits.py $(ARGS)
+	$(PY) -m distribute.launch --workers 2 examples/train_digits.py $(ARGS)
 
 test: setup
 	bash scripts/run_tests.sh $(PY)

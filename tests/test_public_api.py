@@ -6,16 +6,16 @@ import distribute.experimental
 GOLDEN = [
     "AggregatingVariable", "CrossDeviceOps", "DistributedDataset", "DistributedIterator",
     "DistributedValues", "DistributedVariable", "HierarchicalCopyAllReduce", "InputContext",
-    "InputOptions", "InputReplicationMode", "Mirrored", "MirroredStrategy", "MirroredVariable",
+    "InputOptions", "InputReplicationMode", "Mirrored", "MirroredStrategy", "MirroredVariable", "MultiWorkerMirroredStrategy",
     "NcclAllReduce", "OneDeviceStrategy", "PerReplica", "ReduceOp", "ReductionToOneDevice",
     "ReplicaContext", "Strategy", "StrategyExtended", "SyncOnReadVariable", "TensorSpec", "Variable",
-    "VariableAggregation", "VariableSynchronization", "data", "errors", "experimental",
+    "VariableAggregation", "VariableSynchronization", "cluster_resolver", "data", "errors", "experimental",
     "experimental_set_strategy", "function", "get_cross_replica_context", "get_replica_context",
     "get_strategy", "has_strategy", "in_cross_replica_context", "nn", "optim",
 ]
 GOLDEN_EXPERIMENTAL = [
     "CentralStorageStrategy", "CollectiveCommunication", "CommunicationImplementation",
-    "CommunicationOptions", "ValueContext",
+    "CommunicationOptions", "MultiWorkerMirroredStrategy", "ValueContext",
 ]
 
 

@@ -1,6 +1,6 @@
 """distribute: the tf.distribute programming model on PyTorch.
 
-Take a training loop from one device to many devices (and, later, many machines) with almost
+Take a training loop from one device to many devices and many machines with almost
 no code change, using torch tensors, torch autograd and ``torch.distributed``.
 
 Glossary:
@@ -32,7 +32,7 @@ Example:
     >>> loss = strategy.reduce("sum", strategy.run(step, args=(batches,)), axis=None)
 """
 
-from distribute import data, errors, nn, optim
+from distribute import cluster_resolver, data, errors, nn, optim
 from distribute._core.context import (experimental_set_strategy, get_cross_replica_context,
                                       get_replica_context, get_strategy, has_strategy,
                                       in_cross_replica_context)
@@ -50,16 +50,17 @@ from distribute.collectives.cross_device_ops import (CrossDeviceOps, Hierarchica
                                                      ReductionToOneDevice)
 from distribute.function import function
 from distribute.strategies.mirrored import MirroredStrategy
+from distribute.strategies.multi_worker_mirrored import MultiWorkerMirroredStrategy
 from distribute.strategies.one_device import OneDeviceStrategy
 from distribute import experimental  # noqa: E402  (re-exports strategies defined above)
 
 __all__ = [
     "AggregatingVariable", "CrossDeviceOps", "DistributedDataset", "DistributedIterator",
     "DistributedValues", "DistributedVariable", "HierarchicalCopyAllReduce", "InputContext",
-    "InputOptions", "InputReplicationMode", "Mirrored", "MirroredStrategy", "MirroredVariable",
+    "InputOptions", "InputReplicationMode", "Mirrored", "MirroredStrategy", "MirroredVariable", "MultiWorkerMirroredStrategy",
     "NcclAllReduce", "OneDeviceStrategy", "PerReplica", "ReduceOp", "ReductionToOneDevice",
     "ReplicaContext", "Strategy", "StrategyExtended", "SyncOnReadVariable", "TensorSpec", "Variable",
-    "VariableAggregation", "VariableSynchronization", "data", "errors", "experimental",
+    "VariableAggregation", "VariableSynchronization", "cluster_resolver", "data", "errors", "experimental",
     "experimental_set_strategy", "function", "get_cross_replica_context", "get_replica_context",
     "get_strategy", "has_strategy", "in_cross_replica_context", "nn", "optim",
 ]

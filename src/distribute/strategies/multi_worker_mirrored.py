@@ -35,7 +35,7 @@ from distribute.collectives.process_group import ProcessGroup, connect
 from distribute.strategies.mirrored import MirroredExtended
 from distribute.strategies.replica_runner import ReplicaRunner
 
-__all__ = ["MultiWorkerMirroredExtended", "MultiWorkerMirroredStrategy"]
+__all__ = ["ExperimentalMultiWorkerMirroredStrategy", "MultiWorkerMirroredExtended", "MultiWorkerMirroredStrategy"]
 
 _Disable = torch._C.DisableTorchFunctionSubclass
 _RESOLVER_ERROR = "cluster_resolver must be an instance of distribute.cluster_resolver.ClusterResolver"
@@ -379,3 +379,29 @@ class _CrossWorkerGather(torch.autograd.Function):
         ext = ctx.extended
         (total,) = ext._group.all_reduce([grad.contiguous()], note="gradient of all_gather", timeout=ext._timeout())
         return total.narrow(ctx.axis, ctx.offset, ctx.length).clone(), None, None, None, None
+
+
+class ExperimentalMultiWorkerMirroredStrategy(MultiWorkerMirroredStrategy):
+    """The deprecated ``experimental.MultiWorkerMirroredStrategy`` form.
+
+    Args:
+        communication: a ``CommunicationImplementation`` (AUTO, RING or NCCL), used when
+            ``communication_options`` is not given.
+        cluster_resolver: as for ``MultiWorkerMirroredStrategy``.
+        communication_options: as for ``MultiWorkerMirroredStrategy``; wins over ``communication``.
+
+    Example::
+
+        strategy = distribute.experimental.MultiWorkerMirroredStrategy(
+            distribute.experimental.CommunicationImplementation.RING)
+    """
+
+    def __init__(self, communication: Any = CommunicationImplementation.AUTO,
+                 cluster_resolver: Optional[ClusterResolver] = None,
+                 communication_options: Optional[CommunicationOptions] = None) -> None:
+        if not isinstance(communication, CommunicationImplementation):
+            raise ValueError("communication must be a distribute.experimental.CommunicationImplementation "
+                             f"(AUTO, RING or NCCL); received {communication!r}.")
+        if communication_options is None:
+            communication_options = CommunicationOptions(implementation=communication)
+        super().__init__(cluster_resolver, communication_options)

@@ -157,3 +157,13 @@ def test_unreachable_chief_fails_within_the_timeout() -> None:
         MultiWorkerMirroredStrategy(resolver, CommunicationOptions(timeout_seconds=1))
     assert time.monotonic() - started < 2.5
     assert info.value.task == "worker:1" and "worker:1" in info.value.missing
+
+
+def test_experimental_form_takes_communication():
+    import distribute.experimental as experimental
+
+    strategy = experimental.MultiWorkerMirroredStrategy(experimental.CommunicationImplementation.RING)
+    assert isinstance(strategy, distribute.MultiWorkerMirroredStrategy)
+    assert strategy.num_replicas_in_sync == 1
+    with pytest.raises(ValueError, match="CommunicationImplementation"):
+        experimental.MultiWorkerMirroredStrategy("ring")
