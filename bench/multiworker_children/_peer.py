@@ -66,6 +66,26 @@ def seconds_per_call(call: Callable[[], None], reps: int, repeats: int) -> float
     return statistics.median(times)
 
 
+def interleaved(calls: Dict[str, Callable[[], None]], reps: int, repeats: int, warm: int = 2) -> Dict[str, List[float]]:
+    """Seconds per call of each of ``calls``, timed in turns (order alternating each repeat).
+
+    Each turn starts with ``warm`` untimed calls, so that every variant is timed in its steady
+    state (for our layer: after the switch from another collective has been learned).
+    """
+    times: Dict[str, List[float]] = {name: [] for name in calls}
+    names = list(calls)
+    for r in range(repeats):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            call = calls[name]
+            for _ in range(warm):
+                call()
+            start = time.perf_counter()
+            for _ in range(reps):
+                call()
+            times[name].append((time.perf_counter() - start) / reps)
+    return times
+
+
 def reps_for(nbytes: int, smoke: bool) -> int:
     """Back-to-back calls per timing at this size (about 40 MB moved, 5..200 calls)."""
     reps = max(5, min(200, (40 << 20) // nbytes))

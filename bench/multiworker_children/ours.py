@@ -8,10 +8,11 @@ SMOKE`` prints, per size, seconds per all-reduce through the collective layer
 
 from __future__ import annotations
 
+import statistics
 import sys
 
 import torch
-from _peer import SIZES_BYTES, emit, examples_per_second, local_batch, mlp, reps_for, seconds_per_call, task
+from _peer import SIZES_BYTES, emit, examples_per_second, interleaved, local_batch, mlp, reps_for, task
 
 import distribute
 from distribute.collectives.cross_device_ops import CommunicationOptions
@@ -38,22 +39,27 @@ def train(strategy: MultiWorkerMirroredStrategy, rank: int, world: int, steps: i
 
 
 def allreduce(strategy: MultiWorkerMirroredStrategy, rank: int, smoke: bool) -> None:
+    """Raw gloo, our layer and the strategy path in turns, on the same group, same buffers."""
     group = strategy.extended._group
     raw = group._parts["gloo"]
     out = {}
     sizes = SIZES_BYTES[:3] if smoke else SIZES_BYTES
-    repeats = 2 if smoke else 5
+    repeats = 3 if smoke else 7
     for nbytes in sizes:
         x = torch.ones(nbytes // 4)
-        reps = reps_for(nbytes, smoke)
+        inout = torch.ones(nbytes // 4)  # raw gloo sums in place: a buffer of its own
+
         def ctx_call(x: torch.Tensor = x) -> None:
             strategy.run(lambda: distribute.get_replica_context().all_reduce("sum", x))
 
-        out[str(nbytes)] = {
-            "raw": seconds_per_call(lambda x=x: raw.allreduce([x]).wait(), reps, repeats),
-            "layer": seconds_per_call(lambda x=x: group.all_reduce([x], note="bench"), reps, repeats),
-            "strategy": seconds_per_call(ctx_call, reps, repeats),
-        }
+        calls = {"raw": lambda t=inout: raw.allreduce([t]).wait(),
+                 "layer": lambda x=x: group.all_reduce([x], note="bench"),
+                 "strategy": ctx_call}
+        times = interleaved(calls, reps_for(nbytes, smoke), repeats)
+        result = {name: statistics.median(values) for name, values in times.items()}
+        for name in ("layer", "strategy"):  # per-turn ratios: neighbouring turns share the load
+            result[f"{name}_ratio"] = statistics.median([a / b for a, b in zip(times[name], times["raw"])])
+        out[str(nbytes)] = result
     emit(rank, {"allreduce": out})
 
 

@@ -4,8 +4,13 @@ One collective per tensor is slow (each costs a network round trip), so tensors 
 one flat buffer per dtype, split further into packs of at most ``bytes_per_pack`` bytes when
 that option is set (a tensor is never split). The *plan* is computed from shapes and dtypes
 only, so every worker that passes the same shapes and dtypes gets the same plan and the same
-buffer sizes. Frame 0 carries one extra element at its end, the *header* slot used by
-``verify.py`` to agree on the collective without an extra exchange.
+buffer sizes. Frame 0 starts with a *header* region (one element used by ``verify.py`` to
+agree on the collective without an extra exchange, padded to 64 bytes so that the tensors
+after it stay aligned).
+
+A frame travels as one or more *pieces* (:func:`wire_plan`): between two processes a large
+frame is summed by a pairwise exchange that reads a lone input tensor in place (no copy into
+the buffer), after a first piece that carries only the header.
 
 Example:
     >>> import torch
@@ -19,14 +24,24 @@ from __future__ import annotations
 import math
 import sys
 from collections import OrderedDict
-from typing import Any, Hashable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 
-__all__ = ["Frame", "Meta", "Slot", "SlotPool", "check_tensors", "metas_of", "plan_frames"]
+__all__ = ["PAIRWISE_MIN_BYTES", "Bounds", "Frame", "Meta", "Piece", "Slot", "SlotPool", "check_tensors",
+           "header_len", "metas_of", "plan_frames", "wire_plan"]
 
 Meta = Tuple[Tuple[int, ...], torch.dtype]
 """The shape and dtype of one tensor."""
+Bounds = Tuple[Tuple[int, int, bool], ...]
+"""``(start, stop, pairwise)`` of each piece of a frame, in elements of its buffer (header included);
+``pairwise`` marks a piece sent as a pairwise exchange instead of an all-reduce."""
+
+PAIRWISE_MIN_BYTES = 16 << 20
+"""Frames from this size travel as a pairwise exchange between two processes (see ``pairwise.py``)."""
+HEADER_BYTES = 64
+"""Bytes reserved at the start of frame 0 for the header element (keeps the data aligned)."""
+_ITEMSIZE: Dict[torch.dtype, int] = {}
 
 
 class Frame(NamedTuple):
@@ -37,18 +52,33 @@ class Frame(NamedTuple):
     numel: int
 
 
+class Piece(NamedTuple):
+    """One message of a frame (an all-reduce, or a pairwise exchange): the buffer range, the tensor parts in it.
+
+    ``parts`` holds ``(tensor index, view)`` for each tensor in the range (pieces never cut one).
+    """
+
+    wire: torch.Tensor
+    parts: Tuple[Tuple[int, torch.Tensor], ...]
+    pairwise: bool
+
+
 def check_tensors(tensors: Any, what: str) -> List[torch.Tensor]:
     """``tensors`` as a list, checked: a non-empty list or tuple of tensors on one device."""
     if isinstance(tensors, torch.Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{what} expects a list or tuple of tensors, received {type(tensors).__name__}.")
     if not tensors:
         raise ValueError(f"{what} needs at least one tensor; received an empty list.")
-    bad = [type(t).__name__ for t in tensors if not isinstance(t, torch.Tensor)]
-    if bad:
-        raise TypeError(f"{what} expects tensors, received {', '.join(bad)}.")
-    devices = {t.device for t in tensors}
-    if len(devices) > 1:
-        raise ValueError(f"{what} needs all tensors on one device, received {sorted(map(str, devices))}.")
+    device = None
+    for t in tensors:
+        if not isinstance(t, torch.Tensor):
+            bad = [type(t).__name__ for t in tensors if not isinstance(t, torch.Tensor)]
+            raise TypeError(f"{what} expects tensors, received {', '.join(bad)}.")
+        if device is None:
+            device = t.device
+        elif t.device != device:
+            devices = sorted({str(t.device) for t in tensors})
+            raise ValueError(f"{what} needs all tensors on one device, received {devices}.")
     return list(tensors)
 
 
@@ -58,7 +88,15 @@ def metas_of(tensors: Sequence[torch.Tensor]) -> Tuple[Meta, ...]:
 
 
 def _itemsize(dtype: torch.dtype) -> int:
-    return torch.empty((), dtype=dtype).element_size()
+    size = _ITEMSIZE.get(dtype)
+    if size is None:
+        size = _ITEMSIZE[dtype] = torch.empty((), dtype=dtype).element_size()
+    return size
+
+
+def header_len(dtype: torch.dtype) -> int:
+    """Elements reserved at the start of frame 0 (the header element is the first)."""
+    return max(1, HEADER_BYTES // _itemsize(dtype))
 
 
 def plan_frames(metas: Sequence[Meta], bytes_per_pack: int) -> Tuple[Frame, ...]:
@@ -86,27 +124,75 @@ def plan_frames(metas: Sequence[Meta], bytes_per_pack: int) -> Tuple[Frame, ...]
     return tuple(frames)
 
 
+def wire_plan(frames: Sequence[Frame], pairwise: bool = False) -> Tuple[Bounds, ...]:
+    """The pieces each frame travels in (frame 0 with its header region first).
+
+    Without ``pairwise`` every frame is one piece (one gloo all-reduce). With ``pairwise``
+    (two processes on gloo), a frame of at least :data:`PAIRWISE_MIN_BYTES` travels as a
+    pairwise exchange (``pairwise.py``); frame 0's header region is then a piece of its own,
+    sent (and checked) first. Every worker computes the same plan from the frames.
+    """
+    plan = []
+    for f, frame in enumerate(frames):
+        lead = header_len(frame.dtype) if f == 0 else 0
+        if pairwise and frame.numel * _itemsize(frame.dtype) >= PAIRWISE_MIN_BYTES:
+            plan.append(((0, lead, False), (lead, lead + frame.numel, True)) if lead else
+                        ((0, frame.numel, True),))
+        else:
+            plan.append(((0, lead + frame.numel, False),))
+    return tuple(plan)
+
+
 class Slot:
     """A flat buffer for one frame, with a view per member tensor and one for the header slot.
 
     Slots are kept between collectives (see :class:`SlotPool`): a fresh 64 MB buffer costs
     tens of milliseconds in page faults here, as much as the collective itself, and building
     views costs microseconds per call on a path whose budget is a few tens.
+
+    Args:
+        frame: the frame this buffer holds.
+        metas: ``(shape, dtype)`` of every tensor of the collective.
+        device: where the buffer lives.
+        header: reserve the header region at the start (frame 0 of an all-reduce).
+        bounds: the pieces (see :func:`wire_plan`); default one all-reduce piece.
     """
 
-    __slots__ = ("buffer", "views", "header", "_base")
+    __slots__ = ("buffer", "views", "header", "pieces", "scratch", "dirty", "_base")
 
-    def __init__(self, frame: Frame, metas: Sequence[Meta], device: torch.device, header: bool) -> None:
-        self.buffer = torch.empty(frame.numel + (1 if header else 0), dtype=frame.dtype, device=device)
+    def __init__(self, frame: Frame, metas: Sequence[Meta], device: torch.device, header: bool,
+                 bounds: Optional[Bounds] = None) -> None:
+        lead = header_len(frame.dtype) if header else 0
+        self.buffer = torch.empty(lead + frame.numel, dtype=frame.dtype, device=device)
+        if lead:
+            self.buffer[:lead].zero_()
         views = []
-        offset = 0
+        offset = lead
         for i in frame.members:
             numel = math.prod(metas[i][0])
             views.append(self.buffer.narrow(0, offset, numel).view(metas[i][0]))
             offset += numel
         self.views: Tuple[torch.Tensor, ...] = tuple(views)
-        self.header: Optional[torch.Tensor] = self.buffer.narrow(0, frame.numel, 1) if header else None
+        self.header: Optional[torch.Tensor] = self.buffer.narrow(0, 0, 1) if header else None
+        self.dirty = False  # the header holds a non-zero sum (reset before it is sent again)
+        bounds = bounds or ((0, lead + frame.numel, False),)
+        self.pieces = tuple(self._piece(frame, metas, lead, start, stop, pair) for start, stop, pair in bounds)
+        largest = max((stop - start for start, stop, pair in bounds if pair), default=0)
+        self.scratch = torch.empty(largest - largest // 2, dtype=frame.dtype, device=device) if largest else None
         self._base = _storage_uses(self.buffer)
+
+    def _piece(self, frame: Frame, metas: Sequence[Meta], lead: int, start: int, stop: int, pair: bool) -> Piece:
+        parts = []
+        offset = lead
+        for i, view in zip(frame.members, self.views):
+            numel = math.prod(metas[i][0])
+            if start <= offset and offset + numel <= stop:
+                # A tensor object of its own: idle() counts the references to the views handed out.
+                parts.append((i, view.view(view.shape)))
+            elif start < offset + numel and offset < stop:
+                raise ValueError(f"a piece must hold whole tensors; elements {start}:{stop} cut tensor {i}.")
+            offset += numel
+        return Piece(self.buffer.narrow(0, start, stop - start), tuple(parts), pair)
 
     def fill(self, tensors: Sequence[torch.Tensor], frame: Frame, header: Optional[float]) -> torch.Tensor:
         """Copies the frame's tensors (and ``header``) in; returns the flat buffer."""
@@ -116,6 +202,23 @@ class Slot:
         if header is not None and self.header is not None:
             self.header.fill_(header)
         return self.buffer
+
+    def fill_piece(self, tensors: Sequence[torch.Tensor], k: int) -> torch.Tensor:
+        """Copies the tensors of piece ``k`` in (and clears a dirty header); returns the range to send."""
+        piece = self.pieces[k]
+        if self.dirty and k == 0:
+            self.header.zero_()  # type: ignore[union-attr]
+            self.dirty = False
+        for i, view in piece.parts:
+            source = tensors[i]
+            view.copy_(source.detach() if source.requires_grad else source)
+        return piece.wire
+
+    def copy_out(self, targets: Sequence[torch.Tensor], k: int) -> None:
+        """Copies the sums of piece ``k`` back into ``targets``."""
+        with torch.no_grad():
+            for i, view in self.pieces[k].parts:
+                targets[i].copy_(view)
 
     def idle(self) -> bool:
         """True when nothing outside this slot holds its buffer or one of its views."""
@@ -134,13 +237,14 @@ class SlotPool:
         self._capacity = capacity
         self._slots: "OrderedDict[Hashable, Slot]" = OrderedDict()
 
-    def get(self, key: Hashable, frame: Frame, metas: Sequence[Meta], device: torch.device, header: bool) -> Slot:
+    def get(self, key: Hashable, frame: Frame, metas: Sequence[Meta], device: torch.device, header: bool,
+            bounds: Optional[Bounds] = None) -> Slot:
         """The slot kept for ``key`` if it is idle, else a new one (kept from now on)."""
         slot = self._slots.get(key)
         if slot is not None and slot.idle():
             self._slots.move_to_end(key)
             return slot
-        slot = self._slots[key] = Slot(frame, metas, device, header)
+        slot = self._slots[key] = Slot(frame, metas, device, header, bounds)
         self._slots.move_to_end(key)
         while len(self._slots) > self._capacity:
             self._slots.popitem(last=False)

@@ -27,6 +27,7 @@ Example (in each of two processes with the same cluster and its own task)::
 from __future__ import annotations
 
 import datetime
+import functools
 import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -39,9 +40,10 @@ from distribute.cluster_resolver import ClusterSpec, parse_address
 from distribute.collectives import health
 from distribute.collectives.failures import (CollectiveMismatchError, GroupBrokenError, RendezvousTimeoutError,
                                              WorkerFailedError)
+from distribute.collectives.pairwise import exchange
 from distribute.collectives.packing import Meta, Slot, SlotPool, check_tensors, metas_of, plan_frames
 from distribute.collectives.rendezvous import Layout, join, make_layout, open_store
-from distribute.collectives.verify import Fingerprint, Verifier, make_fingerprint
+from distribute.collectives.verify import SPECULATIVE_PIECES, Fingerprint, Verifier, make_fingerprint
 
 __all__ = ["DEFAULT_COLLECTIVE_TIMEOUT", "DEFAULT_RENDEZVOUS_TIMEOUT", "ProcessGroup", "connect", "shutdown_all"]
 
@@ -68,6 +70,7 @@ class ProcessGroup:
         self._status = health.LocalStatus()
         self._verifier = Verifier(self._gather_ints, layout.tasks, layout.rank)
         self._fingerprints: Dict[tuple, Fingerprint] = {}
+        self._reduce_plans: Dict[tuple, Tuple[Fingerprint, torch.device]] = {}
         self._options: Dict[tuple, Any] = {}
         self._broken: Optional[BaseException] = None
         self._closed = False
@@ -125,21 +128,29 @@ class ProcessGroup:
             raise ValueError(f"bytes_per_pack must be a non-negative int, received {bytes_per_pack!r}.")
         metas = metas_of(tensors)
         device = tensors[0].device
-        wire = self._wire(device)
-        fp = self._fingerprint(f"all_reduce/{wire.type}", note, metas, bytes_per_pack, True)
+        plan = self._reduce_plans.get((note, metas, bytes_per_pack, device))
+        if plan is None:  # cached: this lookup is most of the per-call bookkeeping
+            wire = self._wire(device)
+            plan = self._reduce_plans[(note, metas, bytes_per_pack, device)] = (
+                self._fingerprint(f"all_reduce/{wire.type}", note, metas, bytes_per_pack, True), wire)
+        fp, wire = plan
+        out = inplace and wire == device  # sums copied out piece by piece as they arrive
         limit = self._begin(fp, timeout)
         try:
-            slots = self._reduce(fp, tensors, limit, wire)
+            slots = self._reduce(fp, tensors, tensors if out else None, limit, wire)
         finally:
             self._end()
+        if inplace:
+            if not out:
+                with torch.no_grad():
+                    for frame, slot in zip(fp.frames, slots):
+                        for i, view in zip(frame.members, slot.views):
+                            tensors[i].copy_(view)
+            return tensors
         outputs: List[torch.Tensor] = list(tensors)
         for frame, slot in zip(fp.frames, slots):
             for i, view in zip(frame.members, slot.views):
-                if inplace:
-                    with torch.no_grad():
-                        tensors[i].copy_(view)
-                else:
-                    outputs[i] = view if view.device == device else view.to(device)
+                outputs[i] = view if view.device == device else view.to(device)
         return outputs
 
     def all_gather(self, tensor: torch.Tensor, axis: int, *, note: str = "all_gather",
@@ -205,7 +216,9 @@ class ProcessGroup:
         if fp is None:
             if len(self._fingerprints) > 4096:
                 self._fingerprints.clear()
-            fp = self._fingerprints[key] = make_fingerprint(kind, note, metas, bytes_per_pack, frames)
+                self._reduce_plans.clear()
+            pairwise = frames and self.world_size == 2 and kind == "all_reduce/cpu"
+            fp = self._fingerprints[key] = make_fingerprint(kind, note, metas, bytes_per_pack, frames, pairwise)
         return fp
 
     def _wire(self, device: torch.device) -> torch.device:
@@ -214,46 +227,124 @@ class ProcessGroup:
     def _data_group(self, kind: str) -> Any:
         return self._parts["nccl"] if kind.endswith("/cuda") else self._parts["gloo"]
 
-    def _slots(self, fp: Fingerprint, tensors: Sequence[torch.Tensor], wire: torch.device) -> List[Slot]:
-        slots = []
-        for i, frame in enumerate(fp.frames):
-            slot = self._pool.get((fp.digest, i), frame, fp.metas, wire, i == 0)
-            slot.fill(tensors, frame, 0.0)
-            slots.append(slot)
-        return slots
-
-    def _reduce(self, fp: Fingerprint, tensors: List[torch.Tensor], limit: float, wire: torch.device) -> List[Slot]:
-        group, cuda = self._data_group(fp.kind), wire.type == "cuda"
-        slots = self._slots(fp, tensors, wire)
+    def _reduce(self, fp: Fingerprint, tensors: List[torch.Tensor], targets: Optional[List[torch.Tensor]],
+                limit: float, wire: torch.device) -> List[Slot]:
+        cuda = wire.type == "cuda"
+        group = self._parts["nccl"] if cuda else self._parts["gloo"]
+        get, digest = self._pool.get, fp.digest
+        slots = [get((digest, i), frame, fp.metas, wire, i == 0, fp.wire[i]) for i, frame in enumerate(fp.frames)]
         predicted = self._verifier.predicted()
         if predicted is not None:
-            first = slots[0]
             if predicted.digest == fp.digest:
-                self._wait(group.allreduce([first.buffer], self._opts("allreduce", limit)), limit, cuda)
-                if not first.header.item():  # type: ignore[union-attr]
-                    self._run_all(group, slots[1:], limit, cuda)
+                if self._stream(group, fp, slots, tensors, targets, limit, cuda, True):
                     self._verifier.agree(fp)
                     return slots
-                first.fill(tensors, fp.frames[0], 0.0)
             else:
-                self._send_marker(predicted, limit)
+                self._send_markers(predicted, limit)
         self._verifier.full_check(fp)
-        self._run_all(group, slots, limit, cuda)
+        self._stream(group, fp, slots, tensors, targets, limit, cuda, False)
         self._verifier.agree(fp)
         return slots
 
-    def _send_marker(self, predicted: Fingerprint, limit: float) -> None:
-        """Sends a frame shaped like the predicted one, flagged 'not this collective'."""
-        frame, cuda = predicted.frames[0], predicted.kind.endswith("/cuda")
-        marker = torch.zeros(frame.numel + 1, dtype=frame.dtype, device="cuda" if cuda else "cpu")
-        marker[-1] = 1
-        self._wait(self._data_group(predicted.kind).allreduce([marker], self._opts("allreduce", limit)), limit, cuda)
+    def _stream(self, group: Any, fp: Fingerprint, slots: List[Slot], tensors: List[torch.Tensor],
+                targets: Optional[List[torch.Tensor]], limit: float, cuda: bool, check: bool) -> bool:
+        """Fills and sends every piece (all-reduces run while later pieces are filled).
+
+        With ``check`` (a predicted collective), the summed header is read after at most
+        ``SPECULATIVE_PIECES`` all-reduce pieces and before any pairwise exchange; False means
+        a worker did something else (nothing more was sent, and everything sent has arrived).
+        """
+        opts = self._opts("allreduce", limit)
+        works: List[Tuple[Any, Slot, int]] = []
+        for slot in slots:
+            for k, piece in enumerate(slot.pieces):
+                if check and (piece.pairwise or len(works) == SPECULATIVE_PIECES):
+                    if not self._header_clear(works, slots[0], limit, cuda):
+                        return False
+                    check = False
+                if piece.pairwise:
+                    self._exchange(slot, k, tensors, targets, limit)
+                else:
+                    works.append((group.allreduce([slot.fill_piece(tensors, k)], opts), slot, k))
+        if check and not self._header_clear(works, slots[0], limit, cuda):
+            return False
+        for work, slot, k in works:
+            if cuda or not work.is_completed():
+                self._wait(work, limit, cuda)
+            if targets is not None:
+                slot.copy_out(targets, k)
+        return True
+
+    def _exchange(self, slot: Slot, k: int, tensors: List[torch.Tensor], targets: Optional[List[torch.Tensor]],
+                  limit: float) -> None:
+        """Sums piece ``k`` with the peer by a pairwise exchange, reading a lone tensor in place."""
+        piece = slot.pieces[k]
+        lone = piece.parts[0][0] if len(piece.parts) == 1 else None
+        direct = False  # the sums are written into the target itself
+        if lone is not None and tensors[lone].device == slot.buffer.device and tensors[lone].is_contiguous():
+            source = tensors[lone].detach().view(-1)
+            direct = targets is not None
+            out = source if direct else piece.wire
+        else:
+            source = out = slot.fill_piece(tensors, k)
+        timeout = datetime.timedelta(seconds=limit)
+        wait = functools.partial(self._wait_p2p, timeout=timeout, limit=limit)
+        for work in exchange(self._parts["gloo"], source, out, self.rank, slot.scratch, wait):
+            wait(work)
+        if targets is not None and not direct:
+            slot.copy_out(targets, k)
+
+    def _wait_p2p(self, work: Any, timeout: datetime.timedelta, limit: float) -> None:
+        """Waits for a send or receive (gloo cannot wait for those in slices: one wait, the whole limit)."""
+        start = time.monotonic()
+        try:
+            work.wait(timeout)
+        except RuntimeError as exc:
+            raise self._fail(str(exc), time.monotonic() - start >= 0.9 * limit, limit) from None
+
+    def _header_clear(self, works: List[Tuple[Any, Slot, int]], first: Slot, limit: float, cuda: bool) -> bool:
+        """Whether every worker sent the predicted collective (waits for all sent when not)."""
+        work = works[0][0]
+        try:
+            if cuda:
+                raise RuntimeError
+            work.wait(_SLICE)  # the common case, without _wait's bookkeeping
+        except RuntimeError:  # not done within the slice (or failed): the full wait diagnoses
+            self._wait(work, limit, cuda)
+        if not first.header.item():  # type: ignore[union-attr]
+            return True
+        first.dirty = True
+        for work, _, _ in works[1:]:
+            self._wait(work, limit, cuda)
+        return False
+
+    def _send_markers(self, predicted: Fingerprint, limit: float) -> None:
+        """Sends zero pieces shaped like the predicted ones, flagged 'not this collective'.
+
+        As many as a worker running the predicted collective sends before reading the header.
+        """
+        cuda = predicted.kind.endswith("/cuda")
+        group, opts = self._data_group(predicted.kind), self._opts("allreduce", limit)
+        shapes = []
+        for frame, bounds in zip(predicted.frames, predicted.wire):
+            for start, stop, pair in bounds:
+                if pair or len(shapes) == SPECULATIVE_PIECES:
+                    break
+                shapes.append((frame.dtype, stop - start))
+            else:
+                continue
+            break
+        markers = [torch.zeros(numel, dtype=dtype, device="cuda" if cuda else "cpu") for dtype, numel in shapes]
+        markers[0][0] = 1
+        works = [group.allreduce([marker], opts) for marker in markers]
+        for work in works:
+            self._wait(work, limit, cuda)
 
     def _agree_fully(self, fp: Fingerprint, extras: Sequence[int], limit: float) -> List[Tuple[int, ...]]:
         """Full check for kinds without a header slot (after a marker if a header was expected)."""
         predicted = self._verifier.predicted()
         if predicted is not None:
-            self._send_marker(predicted, limit)
+            self._send_markers(predicted, limit)
         return self._verifier.full_check(fp, extras)
 
     def _gather_ints(self, tensor: torch.Tensor) -> List[torch.Tensor]:
@@ -261,11 +352,6 @@ class ProcessGroup:
         limit = self._limit
         self._wait(self._parts["gloo"].allgather([outs], [tensor], self._opts("allgather", limit)), limit)
         return outs
-
-    def _run_all(self, group: Any, slots: Sequence[Slot], limit: float, cuda: bool) -> None:
-        works = [group.allreduce([slot.buffer], self._opts("allreduce", limit)) for slot in slots]
-        for work in works:
-            self._wait(work, limit, cuda)
 
     def _opts(self, kind: str, limit: float, root: int = 0) -> Any:
         key = (kind, limit, root)

@@ -11,12 +11,15 @@ and their frame plan, hashed into a 63-bit digest. Workers agree on it in one of
   workers. Nothing else was exchanged, so the group stays usable.
 * **Prediction** (free in steady state): workers remember which fingerprint followed which
   (identically, since they only record agreed collectives). When a successor is known, a
-  worker whose fingerprint matches it sends its data frame with a header slot of 0; a worker
-  whose fingerprint differs sends a frame of the *predicted* size and dtype with a header of 1
-  instead. All frames then have the same size, so nothing aborts, and the summed header tells
-  every worker whether all matched. If not, they fall back to a full check. A training loop
-  (gradients, then a loss reduction, repeated) is predicted after its first step, so the
-  gradient all-reduce of a step costs no extra exchange at all.
+  worker whose fingerprint matches it sends its data with a header slot of 0 (at the start of
+  the first piece); a worker whose fingerprint differs sends, instead, zero-filled pieces of the
+  *predicted* sizes and dtypes with a header of 1: as many as a matching worker sends before it
+  reads the summed header (up to ``SPECULATIVE_PIECES`` all-reduce pieces; a pairwise exchange
+  is only ever started after the header was read). All messages then have the same size, so
+  nothing aborts, and the summed header tells every worker whether all matched. If not, they
+  fall back to a full check (and send their data again). A training loop (gradients, then a
+  loss reduction, repeated) is predicted after its first step, so the gradient all-reduce of a
+  step costs no extra exchange at all.
 
 Example:
     >>> import torch
@@ -33,9 +36,12 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 import torch
 
 from distribute.collectives.failures import CollectiveMismatchError
-from distribute.collectives.packing import Frame, Meta, plan_frames
+from distribute.collectives.packing import Bounds, Frame, Meta, plan_frames, wire_plan
 
-__all__ = ["Fingerprint", "Verifier", "make_fingerprint", "mismatch_error"]
+__all__ = ["SPECULATIVE_PIECES", "Fingerprint", "Verifier", "make_fingerprint", "mismatch_error"]
+
+SPECULATIVE_PIECES = 2
+"""Pieces of a predicted all-reduce sent before its summed header is read (see above)."""
 
 HEADER_INTS = 8
 """Length of the int64 record of a full check: seq, digest, description length, extras."""
@@ -48,7 +54,8 @@ class Fingerprint(NamedTuple):
     """What a worker is about to do, as agreed between workers.
 
     ``frames`` is the frame plan for kinds that can carry a header slot (all-reduce); it is
-    empty for kinds that always use a full check (gather, broadcast).
+    empty for kinds that always use a full check (gather, broadcast). ``wire`` gives the pieces
+    each frame travels in (``packing.wire_plan``; the header is in the first piece).
     """
 
     kind: str
@@ -56,6 +63,7 @@ class Fingerprint(NamedTuple):
     digest: int
     frames: Tuple[Frame, ...]
     metas: Tuple[Meta, ...]
+    wire: Tuple[Bounds, ...] = ()
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -75,7 +83,7 @@ def _digest(text: str) -> int:
 
 
 def make_fingerprint(kind: str, note: str, metas: Sequence[Meta], bytes_per_pack: int,
-                     with_frames: bool = True) -> Fingerprint:
+                     with_frames: bool = True, pairwise: bool = False) -> Fingerprint:
     """The fingerprint of a collective of ``kind`` over tensors with ``metas``.
 
     Args:
@@ -85,11 +93,13 @@ def make_fingerprint(kind: str, note: str, metas: Sequence[Meta], bytes_per_pack
         metas: ``(shape, dtype)`` per tensor (for a gather, with the gather axis left out).
         bytes_per_pack: the packing limit (changes the frame plan).
         with_frames: plan frames (kinds that carry a header slot).
+        pairwise: large frames may travel as pairwise exchanges (two processes on gloo).
     """
     frames = plan_frames(metas, bytes_per_pack) if with_frames else ()
     full = ";".join(f"{_dtype_name(d)}{list(s)}" for s, d in metas)
     digest = _digest(f"{kind}|{note}|{full}|{[(str(f.dtype), f.members) for f in frames]}")
-    return Fingerprint(kind, f"{note}: {describe_tensors(metas)}", digest, frames, tuple(metas))
+    return Fingerprint(kind, f"{note}: {describe_tensors(metas)}", digest, frames, tuple(metas),
+                       wire_plan(frames, pairwise))
 
 
 class Verifier:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 import torch
 
-from distribute.collectives.packing import Slot, SlotPool, metas_of, plan_frames
+from distribute.collectives import packing
+from distribute.collectives.packing import Slot, SlotPool, header_len, metas_of, plan_frames, wire_plan
 
 
 def test_plan_groups_by_dtype_in_order_of_appearance() -> None:
@@ -24,7 +28,9 @@ def test_slot_fills_views_and_header() -> None:
     (frame,) = plan_frames(metas_of(tensors), 0)
     slot = Slot(frame, metas_of(tensors), torch.device("cpu"), header=True)
     buffer = slot.fill(tensors, frame, 5.0)
-    assert buffer.tolist() == [1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 2.0, 5.0]
+    lead = header_len(torch.float32)  # 64 bytes: the header element, then zeros
+    assert lead == 16 and buffer.tolist() == [5.0] + [0.0] * 15 + [1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 2.0]
+    assert slot.views[0].data_ptr() % 64 == 0  # the tensors after the header stay aligned
     assert [tuple(v.shape) for v in slot.views] == [(2, 2), (3,)]
     grad = torch.ones(3, requires_grad=True)
     slot.fill([tensors[0], grad * 2], frame, 0.0)
@@ -47,3 +53,33 @@ def test_pool_reuses_only_idle_slots() -> None:
     pool.get("b", frame, meta, torch.device("cpu"), True)
     pool.get("c", frame, meta, torch.device("cpu"), True)
     assert len(pool._slots) == 2  # least recently used dropped
+
+
+def test_wire_plan_sends_large_frames_pairwise_after_a_header_piece(monkeypatch: Any) -> None:
+    monkeypatch.setattr(packing, "PAIRWISE_MIN_BYTES", 400)
+    frames = plan_frames([((100,), torch.float32), ((99,), torch.float32), ((5,), torch.int64)], 400)
+    assert [f.numel for f in frames] == [100, 99, 5]
+    lead = header_len(torch.float32)
+    # frame 0: header piece, then the exchange; frame 1 is under the limit; frame 2 too
+    assert wire_plan(frames, pairwise=True) == (((0, lead, False), (lead, lead + 100, True)),
+                                                ((0, 99, False),), ((0, 5, False),))
+    assert wire_plan(frames, pairwise=False) == (((0, lead + 100, False),), ((0, 99, False),), ((0, 5, False),))
+
+
+def test_slot_pieces_hold_whole_tensors(monkeypatch: Any) -> None:
+    monkeypatch.setattr(packing, "PAIRWISE_MIN_BYTES", 16)
+    tensors = [torch.ones(3), torch.arange(4.0)]
+    metas = metas_of(tensors)
+    (frame,) = plan_frames(metas, 0)
+    (bounds,) = wire_plan((frame,), pairwise=True)
+    slot = Slot(frame, metas, torch.device("cpu"), True, bounds)
+    assert [p.pairwise for p in slot.pieces] == [False, True] and slot.pieces[0].parts == ()
+    assert slot.scratch is not None and slot.scratch.numel() >= 7 - 7 // 2
+    wire = slot.fill_piece(tensors, 1)
+    assert wire.tolist() == [1.0, 1.0, 1.0, 0.0, 1.0, 2.0, 3.0]
+    targets = [torch.zeros(3), torch.zeros(4)]
+    slot.copy_out(targets, 1)
+    assert targets[1].tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match="cut tensor 0"):
+        lead = header_len(frame.dtype)
+        Slot(frame, metas, torch.device("cpu"), True, ((0, lead + 1, False), (lead + 1, lead + frame.numel, True)))

@@ -1,0 +1,87 @@
+"""Worker script: large all-reduces as pairwise exchanges on a real 2-task cluster.
+
+The size from which frames travel pairwise (and the segment size) are lowered so that small
+tensors take that path. Prints ``RESULT <name> <json>`` lines that test_pairwise.py checks.
+"""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from distribute.cluster_resolver import TFConfigClusterResolver
+from distribute.collectives import packing, pairwise
+from distribute.collectives.failures import CollectiveMismatchError
+from distribute.collectives.process_group import connect
+
+torch.set_num_threads(1)
+packing.PAIRWISE_MIN_BYTES = 4096
+pairwise.SEGMENT_BYTES = 1000  # several segments per half, and a ragged last one
+
+
+def emit(name: str, value: object) -> None:
+    print(f"RESULT {name} {json.dumps(value)}", flush=True)
+
+
+def sums(group: object, r: int) -> dict:
+    """Every way a tensor can enter the exchange; True where the result is exact."""
+    checks = {}
+    x = torch.arange(3001, dtype=torch.float32) * (r + 1)
+    keep = x.clone()
+    (total,) = group.all_reduce([x], note="lone")
+    checks["lone"] = torch.equal(total, torch.arange(3001, dtype=torch.float32) * 3) and torch.equal(x, keep)
+    y = x.clone()
+    (same,) = group.all_reduce([y], note="lone in place", inplace=True)
+    checks["in place"] = same is y and torch.equal(y, total)
+    grid = (torch.arange(4000, dtype=torch.float64).view(40, 100) * (r + 1)).t()
+    (summed,) = group.all_reduce([grid], note="non-contiguous")
+    checks["non-contiguous"] = torch.equal(summed, (torch.arange(4000, dtype=torch.float64).view(40, 100) * 3).t())
+    many = [torch.full((700,), float(r + 1)), torch.full((5, 300), 2.0), torch.arange(2000) * (r + 1)]
+    outs = group.all_reduce(many, note="packed", inplace=bool(r % 2 == 0))
+    checks["packed"] = [o.sum().item() for o in outs] == [2100.0, 6000.0, 3 * sum(range(2000))]
+    want = [torch.full((700,), 3.0), torch.full((5, 300), 4.0), torch.arange(2000) * 3]
+    checks["packed values"] = all(torch.equal(o, w) for o, w in zip(outs, want))
+    return checks
+
+
+def mismatches(group: object, r: int) -> list:
+    """Workers calling different collectives where a pairwise one is predicted: errors, then recovery."""
+    seen = []
+    big = torch.ones(5000)
+    for _ in range(2):  # learn: big follows "other"
+        group.all_reduce([torch.ones(3)], note="other")
+        group.all_reduce([big], note="big")
+    cases = [[torch.ones(4999)], [torch.ones(3)], [torch.ones(5000, dtype=torch.float64)]]
+    for case in cases:
+        group.all_reduce([torch.ones(3)], note="other")
+        try:
+            group.all_reduce([big] if r == 0 else case, note="big")
+            seen.append("no error")
+        except CollectiveMismatchError as exc:
+            seen.append(sorted(exc.calls))
+        (after,) = group.all_reduce([big], note="big")  # the group stays usable
+        seen.append(after.sum().item())
+    return seen
+
+
+def main() -> None:
+    resolver = TFConfigClusterResolver()
+    group = connect(resolver.cluster_spec(), resolver.task_type, resolver.task_id, rendezvous_timeout=20,
+                    collective_timeout=20)
+    r = group.rank
+    raw = group._parts["gloo"]
+    source = torch.arange(12345, dtype=torch.float32) + r
+    out = torch.empty_like(source)
+    for work in pairwise.exchange(raw, source, out, r, torch.empty(12345)):
+        work.wait()
+    emit("exchange", torch.equal(out, torch.arange(12345, dtype=torch.float32) * 2 + 1))
+    for round_ in range(3):  # first a full check, then predicted
+        emit(f"sums{round_}", sums(group, r))
+    emit("mismatch", mismatches(group, r))
+    group.shutdown()
+    emit("done", True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Pairwise exchanges (pairwise.py): large all-reduces between two processes, on real processes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+import torch
+
+from distribute.collectives.pairwise import exchange
+
+SCRIPT = Path(__file__).resolve().parent / "pg_scripts" / "pairwise_worker.py"
+
+
+def test_exchange_checks_its_buffers() -> None:
+    with pytest.raises(ValueError, match="one size and dtype"):
+        exchange(None, torch.ones(4), torch.ones(5), 0, torch.ones(4))
+    with pytest.raises(ValueError, match="rank of 0 or 1"):
+        exchange(None, torch.ones(4), torch.ones(4), 2, torch.ones(4))
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(90)
+def test_pairwise_all_reduce_on_two_processes() -> None:
+    from distribute.launch import launch
+
+    result = launch([sys.executable, str(SCRIPT)], workers=2, timeout=60)
+    assert result.returncode == 0 and not result.timed_out, result.output
+    found: Dict[str, Dict[str, Any]] = {}
+    for task, task_result in result.tasks.items():
+        found[task] = {line.split()[1]: json.loads(line.split(" ", 2)[2])
+                       for line in task_result.output.splitlines() if line.startswith("RESULT ")}
+    for task in ("worker:0", "worker:1"):
+        assert found[task]["exchange"] is True
+        for round_ in range(3):
+            assert all(found[task][f"sums{round_}"].values()), (task, round_, found[task][f"sums{round_}"])
+        both = ["worker:0", "worker:1"]
+        # every mismatch raises on both workers, names both, and leaves the group usable
+        assert found[task]["mismatch"] == [both, 10000.0] * 3, found[task]["mismatch"]
+        assert found[task]["done"] is True
