@@ -36,3 +36,12 @@ def time_us(fn, seconds, warmup, inner):
             fn()
         calls += inner
     return (time.perf_counter() - start) / calls * 1e6
+
+
+def medians(runners, cases, repeats):
+    """Runs ``runners[case]()`` for every case, round-robin ``repeats`` times; the median of each."""
+    samples = {name: [] for name in cases}
+    for _ in range(repeats):
+        for name in cases:
+            samples[name].append(runners[name]())
+    return {name: sorted(v)[len(v) // 2] for name, v in samples.items()}

@@ -10,7 +10,7 @@ import time
 import torch
 
 import distribute
-from _mlp import BATCH, STEPS, WARMUP, make_batches, time_us
+from _mlp import BATCH, STEPS, WARMUP, make_batches, medians, time_us
 
 FN_CASES = ["torch_direct", "default", "one_device", "mirrored_1", "mirrored_2", "mirrored_2_reduce"]
 TRAIN_CASES = ["torch_single", "mirrored_2", "central_storage_2"]
@@ -96,11 +96,7 @@ def training(repeats):
         "central_storage_2": lambda: train_strategy(
             distribute.experimental.CentralStorageStrategy(["CPU:0", "CPU:1"]), batches),
     }
-    samples = {name: [] for name in TRAIN_CASES}
-    for _ in range(repeats):
-        for name in TRAIN_CASES:
-            samples[name].append(runners[name]())
-    return {name: sorted(v)[len(v) // 2] for name, v in samples.items()}
+    return medians(runners, TRAIN_CASES, repeats)
 
 
 def main():

@@ -10,7 +10,7 @@ import time
 
 import tensorflow as tf
 
-from _mlp import BATCH, STEPS, WARMUP, make_arrays, time_us
+from _mlp import BATCH, STEPS, WARMUP, make_arrays, medians, time_us
 
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
@@ -83,11 +83,7 @@ def training(repeats):
     batches = [(tf.constant(x[i]), tf.constant(y[i])) for i in range(len(x))]
     runners = {"tf_single": lambda: train(tf.distribute.get_strategy(), batches),
                "mirrored_2": lambda: train(tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"]), batches)}
-    samples = {name: [] for name in TRAIN_CASES}
-    for _ in range(repeats):
-        for name in TRAIN_CASES:
-            samples[name].append(runners[name]())
-    return {name: sorted(v)[len(v) // 2] for name, v in samples.items()}
+    return medians(runners, TRAIN_CASES, repeats)
 
 
 def main():

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
-from typing import Any, Dict
 
 import pytest
 import torch
 
 from distribute.collectives.pairwise import exchange
+from ._two_workers import run_two_workers
 
 SCRIPT = Path(__file__).resolve().parent / "pg_scripts" / "pairwise_worker.py"
 
@@ -25,14 +23,7 @@ def test_exchange_checks_its_buffers() -> None:
 @pytest.mark.multiprocess
 @pytest.mark.timeout(90)
 def test_pairwise_all_reduce_on_two_processes() -> None:
-    from distribute.launch import launch
-
-    result = launch([sys.executable, str(SCRIPT)], workers=2, timeout=60)
-    assert result.returncode == 0 and not result.timed_out, result.output
-    found: Dict[str, Dict[str, Any]] = {}
-    for task, task_result in result.tasks.items():
-        found[task] = {line.split()[1]: json.loads(line.split(" ", 2)[2])
-                       for line in task_result.output.splitlines() if line.startswith("RESULT ")}
+    found = run_two_workers(SCRIPT)
     for task in ("worker:0", "worker:1"):
         assert found[task]["exchange"] is True
         for round_ in range(3):

@@ -6,13 +6,11 @@ collective stage); the collectives themselves run on two real processes started 
 
 from __future__ import annotations
 
-import json
 import socket
-import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, List
 
 import pytest
 import torch
@@ -21,6 +19,7 @@ from distribute.cluster_resolver import ClusterConfigError, ClusterSpec
 from distribute.collectives.failures import GroupBrokenError, PortInUseError, RendezvousTimeoutError
 from distribute.collectives.process_group import connect
 from distribute.errors import AlreadyExistsError, DeadlineExceededError, UnavailableError
+from ._two_workers import run_two_workers
 
 SCRIPT = Path(__file__).resolve().parent / "pg_scripts" / "pg_worker.py"
 
@@ -182,14 +181,7 @@ def test_arguments_are_checked(single: Any, call: Any, error: type, words: str) 
 @pytest.mark.multiprocess
 @pytest.mark.timeout(90)
 def test_collectives_on_two_processes() -> None:
-    from distribute.launch import launch
-
-    result = launch([sys.executable, str(SCRIPT)], workers=2, timeout=60)
-    assert result.returncode == 0 and not result.timed_out, result.output
-    found: Dict[str, Dict[str, Any]] = {}
-    for task, task_result in result.tasks.items():
-        found[task] = {line.split()[1]: json.loads(line.split(" ", 2)[2])
-                       for line in task_result.output.splitlines() if line.startswith("RESULT ")}
+    found = run_two_workers(SCRIPT)
     first, second = found["worker:0"], found["worker:1"]
     for name in ("mixed", "packs", "inplace", "broadcast", "any", "done"):
         assert first[name] == second[name], name
