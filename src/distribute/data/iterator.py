@@ -119,6 +119,25 @@ class IteratorImpl:
         """Releases threads, files and sub-iterators."""
 
 
+class UnaryIteratorImpl(IteratorImpl):
+    """An internal iterator reading one input node: its position and resources include the input's.
+
+    Subclasses add their own fields with ``{**super()._state(), ...}`` and ``super()._restore``.
+    """
+
+    def __init__(self, dataset: Any, ctx: "IterContext") -> None:
+        self._input = dataset._input_dataset._make_iterator(ctx)
+
+    def _state(self) -> Dict[str, Any]:
+        return {"input": self._input.get_state()}
+
+    def _restore(self, state: Dict[str, Any]) -> None:
+        self._input.set_state(state["input"])
+
+    def close(self) -> None:
+        self._input.close()
+
+
 def _always_end() -> Any:
     return END
 

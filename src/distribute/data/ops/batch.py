@@ -9,14 +9,14 @@ which threads would not speed up.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 from distribute._core import nest
 from distribute._core.tensor_spec import TensorSpec
 from distribute.data import _structure
 from distribute.data._common import END, check_bool, check_positive, check_positive_or_autotune
 from distribute.data.dataset import Dataset, UnaryDataset
-from distribute.data.iterator import IterContext, IteratorImpl
+from distribute.data.iterator import IterContext, IteratorImpl, UnaryIteratorImpl
 
 __all__ = ["BatchDataset", "batched_spec", "batched_cardinality"]
 
@@ -37,11 +37,11 @@ def batched_cardinality(n: int, batch_size: int, drop_remainder: bool) -> int:
     return n // batch_size if drop_remainder else -(-n // batch_size)
 
 
-class _BatchIterator(IteratorImpl):
+class _BatchIterator(UnaryIteratorImpl):
     op = "batch"
 
     def __init__(self, dataset: "BatchDataset", ctx: IterContext) -> None:
-        self._input = dataset._input_dataset._make_iterator(ctx)
+        super().__init__(dataset, ctx)
         self._size, self._drop = dataset.batch_size, dataset.drop_remainder
         self._structure: Optional[_structure.Structure] = None
 
@@ -72,15 +72,6 @@ class _BatchIterator(IteratorImpl):
         if got == 0 or (self._drop and got < self._size):
             return END
         return _structure.concat_rows(parts)
-
-    def _state(self) -> Dict[str, Any]:
-        return {"input": self._input.get_state()}
-
-    def _restore(self, state: Dict[str, Any]) -> None:
-        self._input.set_state(state["input"])
-
-    def close(self) -> None:
-        self._input.close()
 
 
 class BatchDataset(UnaryDataset):

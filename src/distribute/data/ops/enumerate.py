@@ -10,7 +10,7 @@ from distribute._core.tensor_spec import TensorSpec
 from distribute.data import _structure
 from distribute.data._common import END, check_int
 from distribute.data.dataset import Dataset, UnaryDataset
-from distribute.data.iterator import IterContext, IteratorImpl
+from distribute.data.iterator import IterContext, IteratorImpl, UnaryIteratorImpl
 from distribute.data.ops._random_access import RandomAccess
 
 __all__ = ["EnumerateDataset"]
@@ -33,11 +33,11 @@ class _EnumerateAccess(RandomAccess):
         return list(zip(counts, self._inner.elements(start, stop)))
 
 
-class _EnumerateIterator(IteratorImpl):
+class _EnumerateIterator(UnaryIteratorImpl):
     op = "enumerate"
 
     def __init__(self, dataset: "EnumerateDataset", ctx: IterContext) -> None:
-        self._input = dataset._input_dataset._make_iterator(ctx)
+        super().__init__(dataset, ctx)
         self._next_index = dataset.start
         self.fast_rows = self._input.fast_rows
 
@@ -59,14 +59,11 @@ class _EnumerateIterator(IteratorImpl):
         return (index, rows)
 
     def _state(self) -> Dict[str, Any]:
-        return {"next_index": self._next_index, "input": self._input.get_state()}
+        return {**super()._state(), "next_index": self._next_index}
 
     def _restore(self, state: Dict[str, Any]) -> None:
         self._next_index = int(state["next_index"])
-        self._input.set_state(state["input"])
-
-    def close(self) -> None:
-        self._input.close()
+        super()._restore(state)
 
 
 class EnumerateDataset(UnaryDataset):

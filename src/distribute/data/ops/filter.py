@@ -16,7 +16,7 @@ import torch
 from distribute.data import _structure
 from distribute.data._common import END, UNKNOWN_CARDINALITY, check_callable
 from distribute.data.dataset import Dataset, UnaryDataset
-from distribute.data.iterator import IterContext, IteratorImpl
+from distribute.data.iterator import IterContext, IteratorImpl, UnaryIteratorImpl
 from distribute.data.ops._vectorize import Vectorizer
 from distribute.errors import InvalidArgumentError
 
@@ -44,13 +44,13 @@ def as_bool(value: Any) -> bool:
     raise _predicate_error(value)
 
 
-class _FilterIterator(IteratorImpl):
+class _FilterIterator(UnaryIteratorImpl):
     op = "filter"
 
     def __init__(self, dataset: "FilterDataset", ctx: IterContext) -> None:
         self._dataset = dataset
         self._predicate = dataset.predicate
-        self._input = dataset._input_dataset._make_iterator(ctx)
+        super().__init__(dataset, ctx)
         self._pending: Deque[Any] = collections.deque()
         self._vec = Vectorizer(self._predicate) if ctx.options.map_vectorization_enabled else None
         self.fast_rows = self._input.fast_rows and self._vec is not None
@@ -82,15 +82,12 @@ class _FilterIterator(IteratorImpl):
                 return _structure.index_rows(rows, keep)
 
     def _state(self) -> Dict[str, Any]:
-        return {"pending": [_structure.encode(e) for e in self._pending], "input": self._input.get_state()}
+        return {**super()._state(), "pending": [_structure.encode(e) for e in self._pending]}
 
     def _restore(self, state: Dict[str, Any]) -> None:
-        self._input.set_state(state["input"])
+        super()._restore(state)
         spec = self._dataset.element_spec
         self._pending = collections.deque(_structure.decode(e, spec) for e in state["pending"])
-
-    def close(self) -> None:
-        self._input.close()
 
 
 def _is_mask(mask: Any, rows: Any) -> bool:

@@ -8,7 +8,7 @@ the batch, with ``padding_values`` (0, or ``b""`` for strings, by default).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 import torch
@@ -18,7 +18,7 @@ from distribute._core.tensor_spec import TensorSpec, string
 from distribute.data import _structure
 from distribute.data._common import END, check_bool, check_positive
 from distribute.data.dataset import Dataset, UnaryDataset
-from distribute.data.iterator import IterContext, IteratorImpl
+from distribute.data.iterator import IterContext, IteratorImpl, UnaryIteratorImpl
 from distribute.data.ops.batch import batched_cardinality
 from distribute.errors import InvalidArgumentError
 
@@ -124,11 +124,11 @@ def _fill(leaves: Sequence[Any], shapes: List[tuple], dims: List[int], value: An
     return out
 
 
-class _PaddedBatchIterator(IteratorImpl):
+class _PaddedBatchIterator(UnaryIteratorImpl):
     op = "padded_batch"
 
     def __init__(self, dataset: "PaddedBatchDataset", ctx: IterContext) -> None:
-        self._input = dataset._input_dataset._make_iterator(ctx)
+        super().__init__(dataset, ctx)
         self._size, self._drop = dataset.batch_size, dataset.drop_remainder
         self._shapes, self._values = dataset._flat_shapes, dataset._flat_values
 
@@ -146,15 +146,6 @@ class _PaddedBatchIterator(IteratorImpl):
         padded = [_pad_component(list(c), t, v, i)
                   for i, (c, t, v) in enumerate(zip(columns, self._shapes, self._values))]
         return structure.pack(padded)
-
-    def _state(self) -> Dict[str, Any]:
-        return {"input": self._input.get_state()}
-
-    def _restore(self, state: Dict[str, Any]) -> None:
-        self._input.set_state(state["input"])
-
-    def close(self) -> None:
-        self._input.close()
 
 
 class PaddedBatchDataset(UnaryDataset):

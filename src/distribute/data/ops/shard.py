@@ -16,7 +16,7 @@ from distribute.data._common import (
     END, INFINITE_CARDINALITY, SHARD_HINT, UNKNOWN_CARDINALITY, check_int,
 )
 from distribute.data.dataset import Dataset, UnaryDataset
-from distribute.data.iterator import IterContext, IteratorImpl
+from distribute.data.iterator import IterContext, IteratorImpl, UnaryIteratorImpl
 from distribute.data.ops._random_access import RandomAccess
 from distribute.errors import InvalidArgumentError
 
@@ -42,12 +42,12 @@ class _ShardAccess(RandomAccess):
         return _structure.unstack(rows, _structure.Structure(rows))
 
 
-class _ShardIterator(IteratorImpl):
+class _ShardIterator(UnaryIteratorImpl):
     op = "shard"
 
     def __init__(self, dataset: "ShardDataset", ctx: IterContext) -> None:
         dataset._check_filled_in()
-        self._input = dataset._input_dataset._make_iterator(ctx)
+        super().__init__(dataset, ctx)
         self._num, self._index = dataset.num_shards, dataset.index
         self._position = 0  # input elements consumed
         self.fast_rows = self._input.fast_rows
@@ -74,14 +74,11 @@ class _ShardIterator(IteratorImpl):
                 return _structure.index_rows(rows, keep)
 
     def _state(self) -> Dict[str, Any]:
-        return {"position": self._position, "input": self._input.get_state()}
+        return {**super()._state(), "position": self._position}
 
     def _restore(self, state: Dict[str, Any]) -> None:
         self._position = int(state["position"])
-        self._input.set_state(state["input"])
-
-    def close(self) -> None:
-        self._input.close()
+        super()._restore(state)
 
 
 class ShardDataset(UnaryDataset):

@@ -9,7 +9,7 @@ import torch
 from distribute.data import _structure
 from distribute.data._common import END, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from distribute.data.dataset import Dataset, UnaryDataset
-from distribute.data.iterator import IterContext, IteratorImpl
+from distribute.data.iterator import IterContext, IteratorImpl, UnaryIteratorImpl
 from distribute.data.ops._random_access import RandomAccess
 from distribute.data.ops.take import check_count
 from distribute.errors import InvalidArgumentError
@@ -32,11 +32,11 @@ class _SkipAccess(RandomAccess):
         return self._inner.elements(start + self._offset, stop + self._offset)
 
 
-class _SkipIterator(IteratorImpl):
+class _SkipIterator(UnaryIteratorImpl):
     op = "skip"
 
     def __init__(self, dataset: "SkipDataset", ctx: IterContext) -> None:
-        self._input = dataset._input_dataset._make_iterator(ctx)
+        super().__init__(dataset, ctx)
         self._to_skip = dataset.count
         self.fast_rows = self._input.fast_rows
 
@@ -66,14 +66,11 @@ class _SkipIterator(IteratorImpl):
         return self._input.next_rows(n)
 
     def _state(self) -> Dict[str, Any]:
-        return {"to_skip": self._to_skip, "input": self._input.get_state()}
+        return {**super()._state(), "to_skip": self._to_skip}
 
     def _restore(self, state: Dict[str, Any]) -> None:
         self._to_skip = int(state["to_skip"])
-        self._input.set_state(state["input"])
-
-    def close(self) -> None:
-        self._input.close()
+        super()._restore(state)
 
 
 class SkipDataset(UnaryDataset):

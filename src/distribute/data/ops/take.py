@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 from distribute.data import _structure
 from distribute.data._common import END, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, check_int
 from distribute.data.dataset import Dataset, UnaryDataset
-from distribute.data.iterator import IterContext, IteratorImpl
+from distribute.data.iterator import IterContext, IteratorImpl, UnaryIteratorImpl
 from distribute.data.ops._random_access import RandomAccess
 from distribute.errors import InvalidArgumentError
 
@@ -30,11 +30,11 @@ class _TakeAccess(RandomAccess):
         self.rows, self.gather, self.elements = inner.rows, inner.gather, inner.elements
 
 
-class _TakeIterator(IteratorImpl):
+class _TakeIterator(UnaryIteratorImpl):
     op = "take"
 
     def __init__(self, dataset: "TakeDataset", ctx: IterContext) -> None:
-        self._input = dataset._input_dataset._make_iterator(ctx)
+        super().__init__(dataset, ctx)
         self._left = dataset.count
         self.fast_rows = self._input.fast_rows
 
@@ -69,14 +69,11 @@ class _TakeIterator(IteratorImpl):
         return rows
 
     def _state(self) -> Dict[str, Any]:
-        return {"left": self._left, "input": self._input.get_state()}
+        return {**super()._state(), "left": self._left}
 
     def _restore(self, state: Dict[str, Any]) -> None:
         self._left = int(state["left"])
-        self._input.set_state(state["input"])
-
-    def close(self) -> None:
-        self._input.close()
+        super()._restore(state)
 
 
 class TakeDataset(UnaryDataset):
