@@ -22,7 +22,7 @@ from distribute._core import context
 from distribute._core.reduce_op import ReduceOp, VariableAggregation, VariableSynchronization
 from distribute._core.reduction import reduce_components
 from distribute._core.values import Mirrored, PerReplica, local_replica_index
-from distribute._core.variables import Variable
+from distribute._core.variables import Variable, make_initial_tensor
 
 __all__ = ["AggregatingVariable", "DistributedVariable", "MirroredVariable", "SyncOnReadVariable"]
 
@@ -334,17 +334,25 @@ def _merge_aggregate(strategy: Any, var: AggregatingVariable, kind: str, value: 
     return Variable._write(var, _WRITES[kind], reduced, kind, True)
 
 
-def resolve_synchronization(synchronization: VariableSynchronization, aggregation: VariableAggregation,
-                            name: Optional[str], dtype_is_float: bool) -> VariableSynchronization:
-    """Applies the creation rules shared by the mirrored strategies."""
+def resolve_variable_kwargs(kwargs: dict) -> VariableSynchronization:
+    """Applies the creation rules shared by the mirrored strategies to ``kwargs``, in place.
+
+    ``initial_value`` and ``dtype`` become one tensor (``initial_value``), ``aggregation``
+    defaults to NONE and ``synchronization`` is resolved (AUTO means ON_WRITE); returns it.
+    """
+    tensor = make_initial_tensor(kwargs.pop("initial_value"), kwargs.pop("dtype", None))
+    synchronization = kwargs.get("synchronization", VariableSynchronization.AUTO)
+    aggregation = kwargs.setdefault("aggregation", VariableAggregation.NONE)
+    name = kwargs.get("name")
     if synchronization is VariableSynchronization.NONE:
         raise ValueError(
             "`NONE` variable synchronization mode is not supported with distribute strategy. Please "
             f"change the `synchronization` for variable: {name or 'Variable'}")
-    if aggregation is VariableAggregation.MEAN and not dtype_is_float:
+    if aggregation is VariableAggregation.MEAN and not (tensor.is_floating_point() or tensor.is_complex()):
         raise ValueError(
             "creating distributed distribute.Variable with aggregation=MEAN and a non-floating dtype "
             "is not supported, please use a different aggregation or dtype")
     if synchronization is VariableSynchronization.AUTO:
-        return VariableSynchronization.ON_WRITE
+        synchronization = VariableSynchronization.ON_WRITE
+    kwargs.update(initial_value=tensor, synchronization=synchronization)
     return synchronization

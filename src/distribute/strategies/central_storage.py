@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from distribute._core.devices import canonicalize, default_devices, resolve_devices
-from distribute._core.distributed_variables import AggregatingVariable, resolve_synchronization
-from distribute._core.reduce_op import VariableAggregation, VariableSynchronization
+from distribute._core.distributed_variables import AggregatingVariable, resolve_variable_kwargs
 from distribute._core.strategy import Strategy
-from distribute._core.variables import Variable, make_initial_tensor
+from distribute._core.variables import Variable
 from distribute.strategies.multi_replica import MultiReplicaExtended
 
 __all__ = ["CentralStorageStrategy"]
@@ -64,11 +63,7 @@ class CentralStorageExtended(MultiReplicaExtended):
         return (self._raw_parameter_device,)
 
     def _make_variable(self, kwargs: dict) -> Any:
-        tensor = make_initial_tensor(kwargs.pop("initial_value"), kwargs.pop("dtype", None))
-        sync = resolve_synchronization(kwargs.get("synchronization", VariableSynchronization.AUTO),
-                                       kwargs.setdefault("aggregation", VariableAggregation.NONE), kwargs.get("name"),
-                                       tensor.is_floating_point() or tensor.is_complex())
-        kwargs.update(initial_value=tensor, synchronization=sync)
+        resolve_variable_kwargs(kwargs)
         var = Variable._plain(device=self._parameter_device.torch_device, _cls=AggregatingVariable, **kwargs)
         var._distribute_strategy = self._container_strategy()
         devices = tuple(self._torch_devices())

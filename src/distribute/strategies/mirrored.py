@@ -11,10 +11,9 @@ from typing import Any, Optional, Sequence
 
 from distribute._core.devices import default_devices, resolve_devices
 from distribute._core.distributed_variables import (MirroredVariable, SyncOnReadVariable,
-                                                    resolve_synchronization)
-from distribute._core.reduce_op import VariableAggregation, VariableSynchronization
+                                                    resolve_variable_kwargs)
+from distribute._core.reduce_op import VariableSynchronization
 from distribute._core.strategy import Strategy
-from distribute._core.variables import make_initial_tensor
 from distribute.strategies.multi_replica import MultiReplicaExtended
 
 __all__ = ["MirroredStrategy"]
@@ -49,10 +48,6 @@ class MirroredExtended(MultiReplicaExtended):
     """MirroredStrategy's extended API: one variable component per replica."""
 
     def _make_variable(self, kwargs: dict) -> Any:
-        tensor = make_initial_tensor(kwargs.pop("initial_value"), kwargs.pop("dtype", None))
-        sync = resolve_synchronization(kwargs.get("synchronization", VariableSynchronization.AUTO),
-                                       kwargs.setdefault("aggregation", VariableAggregation.NONE), kwargs.get("name"),
-                                       tensor.is_floating_point() or tensor.is_complex())
-        kwargs.update(initial_value=tensor, synchronization=sync)
+        sync = resolve_variable_kwargs(kwargs)
         cls = SyncOnReadVariable if sync is VariableSynchronization.ON_READ else MirroredVariable
         return cls._create(self._container_strategy(), self._torch_devices(), kwargs)
