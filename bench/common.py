@@ -170,7 +170,9 @@ def version_of(python: str, module: str) -> str:
 
 def paired_rounds(children: Sequence[tuple], args: Sequence[str], rounds: int, max_rounds: int,
                   min_clean: int) -> List[dict]:
-    """Runs ``children`` ((label, python, script), ...) once per round, rotating their order.
+    """Runs ``children`` ((label, python, script[, extra_args]), ...) once per round, rotating their order.
+
+    Each child gets ``args`` and then its own ``extra_args`` (later flags win with argparse).
 
     Returns one record per round: each child's JSON output under its label, and ``clean``
     (no child saw more than FOREIGN_LIMIT foreign cores). Runs at least ``rounds`` rounds and
@@ -183,9 +185,9 @@ def paired_rounds(children: Sequence[tuple], args: Sequence[str], rounds: int, m
             break
         record: dict = {"clean": True}
         shift = r % len(children)
-        for label, python, script in children[shift:] + children[:shift]:
+        for label, python, script, *extra in children[shift:] + children[:shift]:
             with ForeignLoad() as load:
-                record[label] = run_child(python, script, args)
+                record[label] = run_child(python, script, list(args) + (list(extra[0]) if extra else []))
             record["clean"] = record["clean"] and load.clean
             print(f"round {r + 1} {label}: foreign {load.cores:.2f} cores", flush=True)
         records.append(record)

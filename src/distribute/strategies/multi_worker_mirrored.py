@@ -31,7 +31,8 @@ from distribute._core.values import DistributedValues, Mirrored, PerReplica
 from distribute.cluster_resolver import (ClusterResolver, TFConfigClusterResolver, id_in_cluster, is_chief,
                                          validate_cluster_spec)
 from distribute.collectives.cross_device_ops import CommunicationImplementation, CommunicationOptions
-from distribute.collectives.process_group import ProcessGroup, connect
+from distribute.collectives.connect import connect
+from distribute.collectives.process_group import ProcessGroup
 from distribute.strategies.mirrored import MirroredExtended
 from distribute.strategies.replica_runner import ReplicaRunner
 

@@ -17,7 +17,7 @@ import torch
 
 from distribute.cluster_resolver import ClusterConfigError, ClusterSpec
 from distribute.collectives.failures import GroupBrokenError, PortInUseError, RendezvousTimeoutError
-from distribute.collectives.process_group import connect
+from distribute.collectives.connect import connect
 from distribute.errors import AlreadyExistsError, DeadlineExceededError, UnavailableError
 from ._two_workers import run_two_workers
 

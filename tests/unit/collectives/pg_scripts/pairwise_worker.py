@@ -13,7 +13,7 @@ import torch
 from distribute.cluster_resolver import TFConfigClusterResolver
 from distribute.collectives import packing, pairwise
 from distribute.collectives.failures import CollectiveMismatchError
-from distribute.collectives.process_group import connect
+from distribute.collectives.connect import connect
 
 torch.set_num_threads(1)
 packing.PAIRWISE_MIN_BYTES = 4096

@@ -10,7 +10,7 @@ import json
 import torch
 
 from distribute.cluster_resolver import TFConfigClusterResolver
-from distribute.collectives.process_group import connect
+from distribute.collectives.connect import connect
 
 torch.set_num_threads(1)
 
