@@ -2,7 +2,7 @@
 
 ``ours.py train STEPS REPEATS`` prints global examples/s of the MLP; ``ours.py allreduce
 SMOKE`` prints, per size, seconds per all-reduce through the collective layer
-(``ProcessGroup.all_reduce``) and through the strategy (``ReplicaContext.all_reduce`` in
+(``ProcessGroup.all_reduce``, in place like raw gloo and into a new tensor) and through the strategy (``ReplicaContext.all_reduce`` in
 ``strategy.run``), with raw gloo measured in the same processes on the same group.
 """
 
@@ -39,7 +39,7 @@ def train(strategy: MultiWorkerMirroredStrategy, rank: int, world: int, steps: i
 
 
 def allreduce(strategy: MultiWorkerMirroredStrategy, rank: int, smoke: bool) -> None:
-    """Raw gloo, our layer and the strategy path in turns, on the same group, same buffers."""
+    """Raw gloo, our layer (in place and not) and the strategy path in turns, on the same group."""
     group = strategy.extended._group
     raw = group._parts["gloo"]
     out = {}
@@ -48,16 +48,18 @@ def allreduce(strategy: MultiWorkerMirroredStrategy, rank: int, smoke: bool) -> 
     for nbytes in sizes:
         x = torch.ones(nbytes // 4)
         inout = torch.ones(nbytes // 4)  # raw gloo sums in place: a buffer of its own
+        mine = torch.ones(nbytes // 4)  # and so does our layer's in-place variant
 
         def ctx_call(x: torch.Tensor = x) -> None:
             strategy.run(lambda: distribute.get_replica_context().all_reduce("sum", x))
 
         calls = {"raw": lambda t=inout: raw.allreduce([t]).wait(),
+                 "inplace": lambda t=mine: group.all_reduce([t], note="bench in place", inplace=True),
                  "layer": lambda x=x: group.all_reduce([x], note="bench"),
                  "strategy": ctx_call}
         times = interleaved(calls, reps_for(nbytes, smoke), repeats)
         result = {name: statistics.median(values) for name, values in times.items()}
-        for name in ("layer", "strategy"):  # per-turn ratios: neighbouring turns share the load
+        for name in ("inplace", "layer", "strategy"):  # per-turn ratios: neighbouring turns share the load
             result[f"{name}_ratio"] = statistics.median([a / b for a, b in zip(times[name], times["raw"])])
         out[str(nbytes)] = result
     emit(rank, {"allreduce": out})

@@ -10,7 +10,9 @@ after it stay aligned).
 
 A frame travels as one or more *pieces* (:func:`wire_plan`): between two processes a large
 frame is summed by a pairwise exchange that reads a lone input tensor in place (no copy into
-the buffer), after a first piece that carries only the header.
+the buffer), after a first piece that carries only the header; and a medium-sized lone tensor
+summed in place travels *direct*: gloo all-reduces the caller's tensor itself, after a header
+piece, so neither a copy in nor a copy out is made.
 
 Example:
     >>> import torch
@@ -28,7 +30,7 @@ from typing import Any, Dict, Hashable, List, NamedTuple, Optional, Sequence, Tu
 
 import torch
 
-__all__ = ["PAIRWISE_MIN_BYTES", "Bounds", "Frame", "Meta", "Piece", "Slot", "SlotPool", "check_tensors",
+__all__ = ["DIRECT_MIN_BYTES", "PAIRWISE_MIN_BYTES", "Bounds", "Frame", "Meta", "Piece", "Slot", "SlotPool", "check_tensors",
            "header_len", "metas_of", "plan_frames", "wire_plan"]
 
 Meta = Tuple[Tuple[int, ...], torch.dtype]
@@ -39,6 +41,9 @@ Bounds = Tuple[Tuple[int, int, bool], ...]
 
 PAIRWISE_MIN_BYTES = 16 << 20
 """Frames from this size travel as a pairwise exchange between two processes (see ``pairwise.py``)."""
+DIRECT_MIN_BYTES = 4 << 20
+"""From this size a lone tensor summed in place between two processes travels direct (see above):
+below it, the extra header message costs more than the copies it saves."""
 HEADER_BYTES = 64
 """Bytes reserved at the start of frame 0 for the header element (keeps the data aligned)."""
 _ITEMSIZE: Dict[torch.dtype, int] = {}
@@ -124,20 +129,26 @@ def plan_frames(metas: Sequence[Meta], bytes_per_pack: int) -> Tuple[Frame, ...]
     return tuple(frames)
 
 
-def wire_plan(frames: Sequence[Frame], pairwise: bool = False) -> Tuple[Bounds, ...]:
+def wire_plan(frames: Sequence[Frame], pairwise: bool = False, direct: bool = False) -> Tuple[Bounds, ...]:
     """The pieces each frame travels in (frame 0 with its header region first).
 
     Without ``pairwise`` every frame is one piece (one gloo all-reduce). With ``pairwise``
     (two processes on gloo), a frame of at least :data:`PAIRWISE_MIN_BYTES` travels as a
     pairwise exchange (``pairwise.py``); frame 0's header region is then a piece of its own,
-    sent (and checked) first. Every worker computes the same plan from the frames.
+    sent (and checked) first. With ``pairwise`` and ``direct`` (an in-place sum), a frame 0
+    holding one tensor of at least :data:`DIRECT_MIN_BYTES` travels as a header piece and a data
+    piece, which the caller may all-reduce in its own tensor. The plan depends only on the
+    frames and the flags, so workers that agree on the fingerprint agree on the plan.
     """
     plan = []
     for f, frame in enumerate(frames):
         lead = header_len(frame.dtype) if f == 0 else 0
-        if pairwise and frame.numel * _itemsize(frame.dtype) >= PAIRWISE_MIN_BYTES:
+        nbytes = frame.numel * _itemsize(frame.dtype)
+        if pairwise and nbytes >= PAIRWISE_MIN_BYTES:
             plan.append(((0, lead, False), (lead, lead + frame.numel, True)) if lead else
                         ((0, frame.numel, True),))
+        elif pairwise and direct and lead and len(frame.members) == 1 and nbytes >= DIRECT_MIN_BYTES:
+            plan.append(((0, lead, False), (lead, lead + frame.numel, False)))
         else:
             plan.append(((0, lead + frame.numel, False),))
     return tuple(plan)

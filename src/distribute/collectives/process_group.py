@@ -118,11 +118,12 @@ class ProcessGroup:
             raise ValueError(f"bytes_per_pack must be a non-negative int, received {bytes_per_pack!r}.")
         metas = metas_of(tensors)
         device = tensors[0].device
-        plan = self._reduce_plans.get((note, metas, bytes_per_pack, device))
+        plan = self._reduce_plans.get((note, metas, bytes_per_pack, device, inplace))
         if plan is None:  # cached: this lookup is most of the per-call bookkeeping
             wire = self._wire(device)
-            plan = self._reduce_plans[(note, metas, bytes_per_pack, device)] = (
-                self._fingerprint(f"all_reduce/{wire.type}", note, metas, bytes_per_pack, True), wire)
+            plan = self._reduce_plans[(note, metas, bytes_per_pack, device, inplace)] = (
+                self._fingerprint(f"all_reduce/{wire.type}", note, metas, bytes_per_pack, True,
+                                  inplace and wire == device), wire)
         fp, wire = plan
         out = inplace and wire == device  # sums copied out piece by piece as they arrive
         limit = self._begin(fp, timeout)
@@ -200,15 +201,16 @@ class ProcessGroup:
 
     # -- the agreement protocol (see verify.py) ---------------------------------------------
     def _fingerprint(self, kind: str, note: str, metas: Tuple[Meta, ...], bytes_per_pack: int,
-                     frames: bool) -> Fingerprint:
-        key = (kind, note, metas, bytes_per_pack)
+                     frames: bool, direct: bool = False) -> Fingerprint:
+        key = (kind, note, metas, bytes_per_pack, direct)
         fp = self._fingerprints.get(key)
         if fp is None:
             if len(self._fingerprints) > 4096:
                 self._fingerprints.clear()
                 self._reduce_plans.clear()
             pairwise = frames and self.world_size == 2 and kind == "all_reduce/cpu"
-            fp = self._fingerprints[key] = make_fingerprint(kind, note, metas, bytes_per_pack, frames, pairwise)
+            fp = self._fingerprints[key] = make_fingerprint(kind, note, metas, bytes_per_pack, frames, pairwise,
+                                                            direct)
         return fp
 
     def _wire(self, device: torch.device) -> torch.device:
@@ -254,14 +256,18 @@ class ProcessGroup:
                     check = False
                 if piece.pairwise:
                     self._exchange(slot, k, tensors, targets, limit)
-                else:
+                    continue
+                target = _direct_target(piece, targets)
+                if target is None:
                     works.append((group.allreduce([slot.fill_piece(tensors, k)], opts), slot, k))
+                else:  # summed where it is: a predicted peer that differs sends zeros here (see verify.py)
+                    works.append((group.allreduce([target], opts), slot, -1))
         if check and not self._header_clear(works, slots[0], limit, cuda):
             return False
         for work, slot, k in works:
             if cuda or not work.is_completed():
                 self._wait(work, limit, cuda)
-            if targets is not None:
+            if targets is not None and k >= 0:
                 slot.copy_out(targets, k)
         return True
 
@@ -464,3 +470,21 @@ class ProcessGroup:
 
     def __repr__(self) -> str:
         return f"<ProcessGroup {self.task} rank {self.rank}/{self.world_size} {self.backend}>"
+
+
+def _direct_target(piece: Any, targets: Optional[List[torch.Tensor]]) -> Optional[torch.Tensor]:
+    """The flat target tensor a piece can be all-reduced in directly, if any.
+
+    Only a piece that is exactly one tensor of an in-place sum (``packing.wire_plan`` makes
+    those for two processes only: a differing peer then adds zeros, which leaves the values
+    as they were for the retry); the tensor must be contiguous, on the wire's device and not
+    tracked by autograd.
+    """
+    if targets is None or len(piece.parts) != 1:
+        return None
+    i, view = piece.parts[0]
+    target = targets[i]
+    if view.numel() != piece.wire.numel() or target.requires_grad or not target.is_contiguous() or \
+            target.device != piece.wire.device:
+        return None
+    return target.view(-1)

@@ -83,7 +83,7 @@ def _digest(text: str) -> int:
 
 
 def make_fingerprint(kind: str, note: str, metas: Sequence[Meta], bytes_per_pack: int,
-                     with_frames: bool = True, pairwise: bool = False) -> Fingerprint:
+                     with_frames: bool = True, pairwise: bool = False, direct: bool = False) -> Fingerprint:
     """The fingerprint of a collective of ``kind`` over tensors with ``metas``.
 
     Args:
@@ -94,12 +94,15 @@ def make_fingerprint(kind: str, note: str, metas: Sequence[Meta], bytes_per_pack
         bytes_per_pack: the packing limit (changes the frame plan).
         with_frames: plan frames (kinds that carry a header slot).
         pairwise: large frames may travel as pairwise exchanges (two processes on gloo).
+        direct: the sum is written in place (a lone tensor may be all-reduced where it is).
     """
     frames = plan_frames(metas, bytes_per_pack) if with_frames else ()
+    wire = wire_plan(frames, pairwise, direct)
     full = ";".join(f"{_dtype_name(d)}{list(s)}" for s, d in metas)
-    digest = _digest(f"{kind}|{note}|{full}|{[(str(f.dtype), f.members) for f in frames]}")
-    return Fingerprint(kind, f"{note}: {describe_tensors(metas)}", digest, frames, tuple(metas),
-                       wire_plan(frames, pairwise))
+    # The wire plan is part of the digest: workers whose messages would differ never agree.
+    digest = _digest(f"{kind}|{note}|{full}|{[(str(f.dtype), f.members) for f in frames]}|{wire}")
+    where = " (in place)" if direct else ""
+    return Fingerprint(kind, f"{note}: {describe_tensors(metas)}{where}", digest, frames, tuple(metas), wire)
 
 
 class Verifier:

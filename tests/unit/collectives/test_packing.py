@@ -66,6 +66,31 @@ def test_wire_plan_sends_large_frames_pairwise_after_a_header_piece(monkeypatch:
     assert wire_plan(frames, pairwise=False) == (((0, lead + 100, False),), ((0, 99, False),), ((0, 5, False),))
 
 
+def test_wire_plan_sends_a_lone_medium_tensor_direct_only_in_place_between_two(monkeypatch: Any) -> None:
+    monkeypatch.setattr(packing, "PAIRWISE_MIN_BYTES", 4000)
+    monkeypatch.setattr(packing, "DIRECT_MIN_BYTES", 400)
+    lead = header_len(torch.float32)
+    (lone,) = plan_frames([((100,), torch.float32)], 0)
+    assert wire_plan((lone,), pairwise=True, direct=True) == (((0, lead, False), (lead, lead + 100, False)),)
+    # out of place, more than two processes, several tensors, or too small: one piece with the header
+    assert wire_plan((lone,), pairwise=True, direct=False) == (((0, lead + 100, False),),)
+    assert wire_plan((lone,), pairwise=False, direct=True) == (((0, lead + 100, False),),)
+    (two,) = plan_frames([((60,), torch.float32), ((40,), torch.float32)], 0)
+    assert wire_plan((two,), pairwise=True, direct=True) == (((0, lead + 100, False),),)
+    (small,) = plan_frames([((99,), torch.float32)], 0)
+    assert wire_plan((small,), pairwise=True, direct=True) == (((0, lead + 99, False),),)
+
+
+def test_direct_plan_changes_the_digest_and_says_in_place(monkeypatch: Any) -> None:
+    from distribute.collectives.verify import make_fingerprint
+    monkeypatch.setattr(packing, "DIRECT_MIN_BYTES", 400)
+    metas = [((100,), torch.float32)]
+    direct = make_fingerprint("all_reduce/cpu", "g", metas, 0, True, True, True)
+    copied = make_fingerprint("all_reduce/cpu", "g", metas, 0, True, True, False)
+    assert direct.digest != copied.digest and direct.describe.endswith("(in place)")
+    assert not copied.describe.endswith("(in place)")
+
+
 def test_slot_pieces_hold_whole_tensors(monkeypatch: Any) -> None:
     monkeypatch.setattr(packing, "PAIRWISE_MIN_BYTES", 16)
     tensors = [torch.ones(3), torch.arange(4.0)]

@@ -28,7 +28,11 @@ def test_pairwise_all_reduce_on_two_processes() -> None:
         assert found[task]["exchange"] is True
         for round_ in range(3):
             assert all(found[task][f"sums{round_}"].values()), (task, round_, found[task][f"sums{round_}"])
+            assert all(found[task][f"direct{round_}"].values()), (task, round_, found[task][f"direct{round_}"])
         both = ["worker:0", "worker:1"]
         # every mismatch raises on both workers, names both, and leaves the group usable
         assert found[task]["mismatch"] == [both, 10000.0] * 3, found[task]["mismatch"]
+        # a predicted direct sum that meets another call leaves the tensor as it was, then recovers
+        assert found[task]["direct_mismatch"] == [both, True, True, 2 * sum(range(500))] * 2, \
+            found[task]["direct_mismatch"]
         assert found[task]["done"] is True

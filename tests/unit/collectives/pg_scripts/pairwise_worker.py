@@ -1,7 +1,7 @@
-"""Worker script: large all-reduces as pairwise exchanges on a real 2-task cluster.
+"""Worker script: large all-reduces as pairwise exchanges, and direct in-place ones, on a real 2-task cluster.
 
-The size from which frames travel pairwise (and the segment size) are lowered so that small
-tensors take that path. Prints ``RESULT <name> <json>`` lines that test_pairwise.py checks.
+The sizes from which frames travel pairwise or direct (and the segment size) are lowered so
+that small tensors take those paths. Prints ``RESULT <name> <json>`` lines that test_pairwise.py checks.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from distribute.collectives.connect import connect
 
 torch.set_num_threads(1)
 packing.PAIRWISE_MIN_BYTES = 4096
+packing.DIRECT_MIN_BYTES = 1024  # lone float32 tensors of 256 to 1023 elements summed in place go direct
 pairwise.SEGMENT_BYTES = 1000  # several segments per half, and a ragged last one
 
 
@@ -65,6 +66,45 @@ def mismatches(group: object, r: int) -> list:
     return seen
 
 
+def direct(group: object, r: int) -> dict:
+    """In-place sums of a lone medium tensor (all-reduced where it is); True where right."""
+    checks = {}
+    y = torch.arange(500, dtype=torch.float32) * (r + 1)
+    (same,) = group.all_reduce([y], note="direct", inplace=True)
+    checks["in place"] = same is y and torch.equal(y, torch.arange(500, dtype=torch.float32) * 3)
+    z = torch.arange(1000, dtype=torch.float64).view(10, 100).t() * (r + 1)  # not contiguous: copied
+    (same,) = group.all_reduce([z], note="direct strided", inplace=True)
+    checks["strided"] = same is z and torch.equal(z, torch.arange(1000, dtype=torch.float64).view(10, 100).t() * 3)
+    return checks
+
+
+def direct_mismatches(group: object, r: int) -> list:
+    """A predicted direct sum met by a different call: errors, the tensor left as it was, recovery."""
+    seen = []
+    for _ in range(2):  # learn: "direct" follows "other"
+        group.all_reduce([torch.ones(3)], note="other")
+        group.all_reduce([torch.ones(500)], note="direct", inplace=True)
+    for case in ("shape", "out of place"):
+        group.all_reduce([torch.ones(3)], note="other")
+        y = torch.arange(500, dtype=torch.float32)
+        keep = y.clone()
+        try:
+            if r == 0:
+                group.all_reduce([y], note="direct", inplace=True)
+            elif case == "shape":
+                group.all_reduce([torch.ones(499)], note="direct", inplace=True)
+            else:
+                group.all_reduce([torch.arange(500, dtype=torch.float32)], note="direct")
+            seen.append("no error")
+        except CollectiveMismatchError as exc:
+            seen.append(sorted(exc.calls))
+            seen.append("(in place)" in str(exc))
+        seen.append(torch.equal(y, keep))  # what worker 0 sent was summed with zeros only
+        (after,) = group.all_reduce([y], note="direct", inplace=True)  # the group stays usable
+        seen.append(after.sum().item())
+    return seen
+
+
 def main() -> None:
     resolver = TFConfigClusterResolver()
     group = connect(resolver.cluster_spec(), resolver.task_type, resolver.task_id, rendezvous_timeout=20,
@@ -78,7 +118,9 @@ def main() -> None:
     emit("exchange", torch.equal(out, torch.arange(12345, dtype=torch.float32) * 2 + 1))
     for round_ in range(3):  # first a full check, then predicted
         emit(f"sums{round_}", sums(group, r))
+        emit(f"direct{round_}", direct(group, r))
     emit("mismatch", mismatches(group, r))
+    emit("direct_mismatch", direct_mismatches(group, r))
     group.shutdown()
     emit("done", True)
 
