@@ -13,7 +13,7 @@ import distribute
 from _mlp import BATCH, STEPS, WARMUP, make_batches, medians, time_us
 
 FN_CASES = ["torch_direct", "default", "one_device", "mirrored_1", "mirrored_2", "mirrored_2_reduce"]
-TRAIN_CASES = ["torch_single", "mirrored_2", "central_storage_2"]
+TRAIN_CASES = ["torch_single", "torch_halves", "mirrored_2", "central_storage_2"]
 
 
 def run_overhead(seconds, repeats):
@@ -43,15 +43,18 @@ def _model():
                                torch.nn.ReLU(), torch.nn.Linear(512, 10))
 
 
-def train_torch_single(batches):
+def train_torch_single(batches, pieces=1):
+    """Plain torch; with ``pieces`` > 1 the batch goes through forward and backward in that many
+    consecutive slices before the one optimizer step (the compute floor of replicas run in turn)."""
     model = _model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    loss_fn = torch.nn.CrossEntropyLoss()
+    loss_fn = torch.nn.CrossEntropyLoss(reduction="sum")
 
     def step(x, y):
         opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
+        for xs, ys in zip(x.chunk(pieces), y.chunk(pieces)):
+            loss = loss_fn(model(xs), ys) / BATCH
+            loss.backward()
         opt.step()
         return loss
     return _throughput(lambda i: step(*batches[i % len(batches)]))
@@ -92,6 +95,7 @@ def training(repeats):
     batches = make_batches()
     runners = {
         "torch_single": lambda: train_torch_single(batches),
+        "torch_halves": lambda: train_torch_single(batches, pieces=2),
         "mirrored_2": lambda: train_strategy(distribute.MirroredStrategy(["CPU:0", "CPU:1"]), batches),
         "central_storage_2": lambda: train_strategy(
             distribute.experimental.CentralStorageStrategy(["CPU:0", "CPU:1"]), batches),
