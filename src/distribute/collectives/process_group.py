@@ -257,7 +257,7 @@ class ProcessGroup:
                 if piece.pairwise:
                     self._exchange(slot, k, tensors, targets, limit)
                     continue
-                target = _direct_target(piece, targets)
+                target = _direct_target(piece, targets) if fp.direct else None
                 if target is None:
                     works.append((group.allreduce([slot.fill_piece(tensors, k)], opts), slot, k))
                 else:  # summed where it is: a predicted peer that differs sends zeros here (see verify.py)
@@ -475,9 +475,9 @@ class ProcessGroup:
 def _direct_target(piece: Any, targets: Optional[List[torch.Tensor]]) -> Optional[torch.Tensor]:
     """The flat target tensor a piece can be all-reduced in directly, if any.
 
-    Only a piece that is exactly one tensor of an in-place sum (``packing.wire_plan`` makes
-    those for two processes only: a differing peer then adds zeros, which leaves the values
-    as they were for the retry); the tensor must be contiguous, on the wire's device and not
+    For a fingerprint whose plan allows it (``Fingerprint.direct``: an in-place sum between two
+    processes, where a differing peer adds zeros, which leaves the values as they were for the
+    retry): a piece that is exactly one tensor, contiguous, on the wire's device and not
     tracked by autograd.
     """
     if targets is None or len(piece.parts) != 1:

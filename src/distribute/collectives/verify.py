@@ -56,6 +56,10 @@ class Fingerprint(NamedTuple):
     ``frames`` is the frame plan for kinds that can carry a header slot (all-reduce); it is
     empty for kinds that always use a full check (gather, broadcast). ``wire`` gives the pieces
     each frame travels in (``packing.wire_plan``; the header is in the first piece).
+    ``direct`` says that a piece holding exactly one tensor may be all-reduced in the caller's
+    tensor itself: only for an in-place sum between two processes, where a peer that runs
+    something else adds zeros (with more workers, two matching ones would sum each other's data
+    into the tensors before the header shows the mismatch).
     """
 
     kind: str
@@ -64,6 +68,7 @@ class Fingerprint(NamedTuple):
     frames: Tuple[Frame, ...]
     metas: Tuple[Meta, ...]
     wire: Tuple[Bounds, ...] = ()
+    direct: bool = False
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -102,7 +107,8 @@ def make_fingerprint(kind: str, note: str, metas: Sequence[Meta], bytes_per_pack
     # The wire plan is part of the digest: workers whose messages would differ never agree.
     digest = _digest(f"{kind}|{note}|{full}|{[(str(f.dtype), f.members) for f in frames]}|{wire}")
     where = " (in place)" if direct else ""
-    return Fingerprint(kind, f"{note}: {describe_tensors(metas)}{where}", digest, frames, tuple(metas), wire)
+    return Fingerprint(kind, f"{note}: {describe_tensors(metas)}{where}", digest, frames, tuple(metas), wire,
+                       pairwise and direct)
 
 
 class Verifier:

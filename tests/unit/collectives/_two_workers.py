@@ -1,4 +1,4 @@
-"""Runs a pg_scripts worker script on 2 launched processes and collects its RESULT lines."""
+"""Runs a pg_scripts worker script on launched processes (2 by default) and collects its RESULT lines."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any, Dict
 
 
-def run_two_workers(script: Path, timeout: float = 60) -> Dict[str, Dict[str, Any]]:
+def run_two_workers(script: Path, timeout: float = 60, workers: int = 2) -> Dict[str, Dict[str, Any]]:
     """``{task: {name: value}}`` from lines ``RESULT name json`` printed by each worker."""
     from distribute.launch import launch
 
-    result = launch([sys.executable, str(script)], workers=2, timeout=timeout)
+    result = launch([sys.executable, str(script)], workers=workers, timeout=timeout)
     assert result.returncode == 0 and not result.timed_out, result.output
     return {task: {line.split()[1]: json.loads(line.split(" ", 2)[2])
                    for line in task_result.output.splitlines() if line.startswith("RESULT ")}

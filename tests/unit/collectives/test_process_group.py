@@ -196,3 +196,14 @@ def test_collectives_on_two_processes() -> None:
     prediction = first["prediction"]
     assert prediction["full_checks"] <= 3  # 20 collectives, agreed by prediction after one round
     assert prediction["held"] == [2.0] * 4 and prediction["again"] == [6.0] * 4 and prediction["distinct"]
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(90)
+def test_a_failed_prediction_leaves_in_place_tensors_alone_on_three_processes() -> None:
+    found = run_two_workers(SCRIPT.parent / "three_workers_inplace.py", workers=3)
+    for rank in range(3):
+        mine = found[f"worker:{rank}"]
+        assert mine["error"] is True
+        assert mine["untouched"] == [[float(rank + 1)] * 3, [rank + 1] * 5], (rank, mine["untouched"])
+        assert mine["retry"] == [[6.0] * 3, [6] * 5]
