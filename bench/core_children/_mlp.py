@@ -1,5 +1,7 @@
 """The training workload shared by every child: MLP 784-512-512-10, global batch 256, SGD."""
 
+import argparse
+import json
 import time
 
 import numpy as np
@@ -45,3 +47,12 @@ def medians(runners, cases, repeats):
         for name in cases:
             samples[name].append(runners[name]())
     return {name: sorted(v)[len(v) // 2] for name, v in samples.items()}
+
+
+def main(run_overhead, training):
+    """A child's entry point: prints {"run_us": ..., "train_eps": ...} as one JSON line."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=0.3)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print(json.dumps({"run_us": run_overhead(args.seconds, args.repeats), "train_eps": training(args.repeats)}))

@@ -3,14 +3,12 @@
 Prints one JSON line: {"run_us": {case: us}, "train_eps": {case: examples/s}}.
 """
 
-import argparse
-import json
 import time
 
 import torch
 
 import distribute
-from _mlp import BATCH, STEPS, WARMUP, make_batches, medians, time_us
+from _mlp import BATCH, STEPS, WARMUP, make_batches, main, medians, time_us
 
 FN_CASES = ["torch_direct", "default", "one_device", "mirrored_1", "mirrored_2", "mirrored_2_reduce"]
 TRAIN_CASES = ["torch_single", "torch_halves", "mirrored_2", "central_storage_2"]
@@ -103,14 +101,7 @@ def training(repeats):
     return medians(runners, TRAIN_CASES, repeats)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=0.3)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    out = {"run_us": run_overhead(args.seconds, args.repeats), "train_eps": training(args.repeats)}
-    print(json.dumps(out))
 
 
 if __name__ == "__main__":
-    main()
+    main(run_overhead, training)

@@ -4,13 +4,11 @@ Two logical CPU devices are configured before anything else, as in the spec's ba
 Prints one JSON line: {"run_us": {case: us}, "train_eps": {case: examples/s}}.
 """
 
-import argparse
-import json
 import time
 
 import tensorflow as tf
 
-from _mlp import BATCH, STEPS, WARMUP, make_arrays, medians, time_us
+from _mlp import BATCH, STEPS, WARMUP, make_arrays, main, medians, time_us
 
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
@@ -86,13 +84,7 @@ def training(repeats):
     return medians(runners, TRAIN_CASES, repeats)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=0.3)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    print(json.dumps({"run_us": run_overhead(args.seconds, args.repeats), "train_eps": training(args.repeats)}))
 
 
 if __name__ == "__main__":
-    main()
+    main(run_overhead, training)
