@@ -6,23 +6,16 @@ that small tensors take those paths. Prints ``RESULT <name> <json>`` lines that 
 
 from __future__ import annotations
 
-import json
-
 import torch
 
-from distribute.cluster_resolver import TFConfigClusterResolver
 from distribute.collectives import packing, pairwise
 from distribute.collectives.failures import CollectiveMismatchError
-from distribute.collectives.connect import connect
 
-torch.set_num_threads(1)
+from _script import emit, join
+
 packing.PAIRWISE_MIN_BYTES = 4096
 packing.DIRECT_MIN_BYTES = 1024  # lone float32 tensors of 256 to 1023 elements summed in place go direct
 pairwise.SEGMENT_BYTES = 1000  # several segments per half, and a ragged last one
-
-
-def emit(name: str, value: object) -> None:
-    print(f"RESULT {name} {json.dumps(value)}", flush=True)
 
 
 def sums(group: object, r: int) -> dict:
@@ -106,9 +99,7 @@ def direct_mismatches(group: object, r: int) -> list:
 
 
 def main() -> None:
-    resolver = TFConfigClusterResolver()
-    group = connect(resolver.cluster_spec(), resolver.task_type, resolver.task_id, rendezvous_timeout=20,
-                    collective_timeout=20)
+    group = join()
     r = group.rank
     raw = group._parts["gloo"]
     source = torch.arange(12345, dtype=torch.float32) + r

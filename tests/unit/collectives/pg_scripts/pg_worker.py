@@ -5,24 +5,13 @@ Prints ``RESULT <name> <json>`` lines that test_process_group.py compares betwee
 
 from __future__ import annotations
 
-import json
-
 import torch
 
-from distribute.cluster_resolver import TFConfigClusterResolver
-from distribute.collectives.connect import connect
-
-torch.set_num_threads(1)
-
-
-def emit(name: str, value: object) -> None:
-    print(f"RESULT {name} {json.dumps(value)}", flush=True)
+from _script import emit, join
 
 
 def main() -> None:
-    resolver = TFConfigClusterResolver()
-    group = connect(resolver.cluster_spec(), resolver.task_type, resolver.task_id, rendezvous_timeout=20,
-                    collective_timeout=20)
+    group = join()
     r = group.rank
     mixed = [torch.full((2, 3), float(r + 1)), torch.arange(4) * (r + 1), torch.tensor([r == 1]),
              torch.ones(3, dtype=torch.float16) * (r + 1), torch.tensor(2.5 * (r + 1), dtype=torch.float64)]

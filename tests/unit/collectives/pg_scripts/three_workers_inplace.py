@@ -7,25 +7,15 @@ and a retry must give the right sums. Prints ``RESULT <name> <json>`` lines.
 
 from __future__ import annotations
 
-import json
-
 import torch
 
-from distribute.cluster_resolver import TFConfigClusterResolver
-from distribute.collectives.connect import connect
 from distribute.collectives.failures import CollectiveMismatchError
 
-torch.set_num_threads(1)
-
-
-def emit(name: str, value: object) -> None:
-    print(f"RESULT {name} {json.dumps(value)}", flush=True)
+from _script import emit, join
 
 
 def main() -> None:
-    resolver = TFConfigClusterResolver()
-    group = connect(resolver.cluster_spec(), resolver.task_type, resolver.task_id, rendezvous_timeout=20,
-                    collective_timeout=20)
+    group = join()
     r = group.rank
     for _ in range(2):  # learn: the packed in-place sum follows "other"
         group.all_reduce([torch.ones(3)], note="other")
