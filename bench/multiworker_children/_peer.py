@@ -66,30 +66,42 @@ def seconds_per_call(call: Callable[[], None], reps: int, repeats: int) -> float
     return statistics.median(times)
 
 
-def interleaved(calls: Dict[str, Callable[[], None]], reps: int, repeats: int, warm: int = 2) -> Dict[str, List[float]]:
-    """Seconds per call of each of ``calls``, timed in turns (order alternating each repeat).
+def paired(calls: Dict[str, Callable[[], None]], baseline: str, reps: int, repeats: int,
+           warm: int = 2) -> Dict[str, List[Tuple[float, float]]]:
+    """Seconds per call of each of ``calls`` beside ``baseline``, in back-to-back pairs of turns.
 
-    Each turn starts with ``warm`` untimed calls, so that every variant is timed in its steady
-    state (for our layer: after the switch from another collective has been learned).
+    Every repeat times each variant once right next to a turn of the baseline (which goes first
+    alternates), so each pair shares the machine's load of that moment; the ratio of a pair is the
+    variant's cost relative to the baseline with the load taken out. Each turn starts with
+    ``warm`` untimed calls, so that every variant is timed in its steady state (for our layer:
+    after the switch from another collective has been learned).
+
+    Returns:
+        ``{variant: [(variant seconds per call, baseline seconds per call), ...]}``.
     """
-    times: Dict[str, List[float]] = {name: [] for name in calls}
-    names = list(calls)
+    pairs: Dict[str, List[Tuple[float, float]]] = {name: [] for name in calls if name != baseline}
     for r in range(repeats):
-        for name in (names if r % 2 == 0 else names[::-1]):
-            call = calls[name]
-            for _ in range(warm):
-                call()
-            start = time.perf_counter()
-            for _ in range(reps):
-                call()
-            times[name].append((time.perf_counter() - start) / reps)
-    return times
+        for name in pairs:
+            order = (baseline, name) if r % 2 == 0 else (name, baseline)
+            timed = {label: _turn(calls[label], reps, warm) for label in order}
+            pairs[name].append((timed[name], timed[baseline]))
+    return pairs
+
+
+def _turn(call: Callable[[], None], reps: int, warm: int) -> float:
+    for _ in range(warm):
+        call()
+    start = time.perf_counter()
+    for _ in range(reps):
+        call()
+    return (time.perf_counter() - start) / reps
 
 
 def reps_for(nbytes: int, smoke: bool) -> int:
-    """Back-to-back calls per timing at this size (about 40 MB moved, 5..200 calls)."""
-    reps = max(5, min(200, (40 << 20) // nbytes))
-    return max(2, reps // 20) if smoke else reps
+    """Back-to-back calls per turn at this size (about 8 MB moved, 3..40 calls): short turns, so
+    that a run has many pairs and a burst of foreign load spoils few of them."""
+    reps = max(3, min(40, (8 << 20) // nbytes))
+    return max(2, reps // 10) if smoke else reps
 
 
 def emit(rank: int, result: Dict[str, object]) -> None:

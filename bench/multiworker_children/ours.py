@@ -2,8 +2,9 @@
 
 ``ours.py train STEPS REPEATS`` prints global examples/s of the MLP; ``ours.py allreduce
 SMOKE`` prints, per size, seconds per all-reduce through the collective layer
-(``ProcessGroup.all_reduce``, in place like raw gloo and into a new tensor) and through the strategy (``ReplicaContext.all_reduce`` in
-``strategy.run``), with raw gloo measured in the same processes on the same group.
+(``ProcessGroup.all_reduce``, in place like raw gloo and into a new tensor) and through the
+strategy (``ReplicaContext.all_reduce`` in ``strategy.run``), each timed in turns paired with
+turns of raw gloo in the same processes on the same group, and every pair's ratio.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import statistics
 import sys
 
 import torch
-from _peer import SIZES_BYTES, emit, examples_per_second, interleaved, local_batch, mlp, reps_for, task
+from _peer import SIZES_BYTES, emit, examples_per_second, local_batch, mlp, paired, reps_for, task
 
 import distribute
 from distribute.collectives.cross_device_ops import CommunicationOptions
@@ -39,12 +40,12 @@ def train(strategy: MultiWorkerMirroredStrategy, rank: int, world: int, steps: i
 
 
 def allreduce(strategy: MultiWorkerMirroredStrategy, rank: int, smoke: bool) -> None:
-    """Raw gloo, our layer (in place and not) and the strategy path in turns, on the same group."""
+    """Raw gloo, our layer (in place and not) and the strategy path in paired turns, on the same group."""
     group = strategy.extended._group
     raw = group._parts["gloo"]
     out = {}
     sizes = SIZES_BYTES[:3] if smoke else SIZES_BYTES
-    repeats = 3 if smoke else 7
+    repeats = 3 if smoke else 15
     for nbytes in sizes:
         x = torch.ones(nbytes // 4)
         inout = torch.ones(nbytes // 4)  # raw gloo sums in place: a buffer of its own
@@ -57,10 +58,11 @@ def allreduce(strategy: MultiWorkerMirroredStrategy, rank: int, smoke: bool) -> 
                  "inplace": lambda t=mine: group.all_reduce([t], note="bench in place", inplace=True),
                  "layer": lambda x=x: group.all_reduce([x], note="bench"),
                  "strategy": ctx_call}
-        times = interleaved(calls, reps_for(nbytes, smoke), repeats)
-        result = {name: statistics.median(values) for name, values in times.items()}
-        for name in ("inplace", "layer", "strategy"):  # per-turn ratios: neighbouring turns share the load
-            result[f"{name}_ratio"] = statistics.median([a / b for a, b in zip(times[name], times["raw"])])
+        pairs = paired(calls, "raw", reps_for(nbytes, smoke), repeats)
+        result = {"raw": statistics.median([base for one in pairs.values() for _, base in one])}
+        for name, one in pairs.items():  # a pair's ratio: the load of that moment is shared
+            result[name] = statistics.median([mine for mine, _ in one])
+            result[f"{name}_ratios"] = [mine / base for mine, base in one]
         out[str(nbytes)] = result
     emit(rank, {"allreduce": out})
 

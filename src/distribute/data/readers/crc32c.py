@@ -8,16 +8,18 @@ into blocks of :data:`BLOCK` bytes (right-aligned; leading zero bytes do not cha
 zero-initialised CRC), each block's contribution is one table gather and one XOR-reduction
 for all blocks of all records at once, and the blocks of a record are then combined pairwise
 with precomputed "shift by n zero bytes" tables. The standard initial value 0xFFFFFFFF is
-the same as complementing the first four bytes of the message. Records are processed about
-32 KiB at a time so that the temporaries stay small enough to be reused by the allocator
-(fresh large arrays cost page faults that tripled the time). About 0.6 us per 256-byte
-record, 4 ns per byte on long records, on the machines of performance.md.
+the same as complementing the first four bytes of the message. Records of one length are
+processed 256 KiB at a time in work arrays kept per thread: few numpy calls per block of a
+file, and no fresh large arrays (those are returned to the system and cost page faults that
+tripled the time). About 0.6 us per 256-byte record (1.0 us with 32 KiB groups), on the
+machines of performance.md.
 """
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
-from typing import Sequence
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -25,7 +27,7 @@ __all__ = ["crc32c", "crc32c_ranges", "mask", "masked_crc32c"]
 
 _POLY = 0x82F63B78
 BLOCK = 32  # bytes per block: the positional table (32 x 256 x 4 bytes) stays in L1 cache
-_GROUP_BYTES = 32768  # bytes of records per vectorised pass: temporaries stay small and reused
+_GROUP_BYTES = 262144  # bytes of records per vectorised pass (work arrays reused per thread)
 _MASK_DELTA = 0xA282EAD8
 
 
@@ -99,10 +101,14 @@ def crc32c_ranges(buffer: np.ndarray, starts: Sequence[int], lengths: Sequence[i
     return out
 
 
-def _blocks_value(index: np.ndarray) -> np.ndarray:
-    """Per-record CRCs from table indices (records x span; span a multiple of BLOCK if > BLOCK)."""
+def _blocks_value(index: np.ndarray, contributions: Optional[np.ndarray] = None) -> np.ndarray:
+    """Per-record CRCs from table indices (records x span; span a multiple of BLOCK if > BLOCK).
+
+    ``contributions``, if given, is a uint32 array of the same shape to gather into (reused
+    memory instead of a fresh array).
+    """
     records, span = index.shape
-    contributions = np.take(_POS_FLAT, index)
+    contributions = np.take(_POS_FLAT, index, out=contributions)
     if span <= BLOCK:
         return np.bitwise_xor.reduce(contributions, axis=1) ^ np.uint32(0xFFFFFFFF)
     per_block = np.bitwise_xor.reduce(contributions.reshape(records, span // BLOCK, BLOCK), axis=2)
@@ -134,6 +140,25 @@ def _rows(buffer: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
     return buffer[starts[:, None] + np.arange(length)]
 
 
+class _Scratch(threading.local):
+    """Work arrays kept per thread, so that large groups reuse memory (fresh large arrays are
+    returned to the system and cost page faults on every use)."""
+
+    def __init__(self) -> None:
+        self.index = np.empty(0, dtype=np.uint16)
+        self.contributions = np.empty(0, dtype=np.uint32)
+
+    def arrays(self, records: int, span: int) -> Tuple[np.ndarray, np.ndarray]:
+        size = records * span
+        if self.index.size < size:
+            self.index = np.empty(size, dtype=np.uint16)
+            self.contributions = np.empty(size, dtype=np.uint32)
+        return self.index[:size].reshape(records, span), self.contributions[:size].reshape(records, span)
+
+
+_SCRATCH = _Scratch()
+
+
 def _crc_uniform(buffer: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
     """CRCs of records that all have ``length`` (>= 4) bytes, a group of rows at a time."""
     span = _span(length)
@@ -142,11 +167,12 @@ def _crc_uniform(buffer: np.ndarray, starts: np.ndarray, length: int) -> np.ndar
         return np.concatenate([_crc_uniform(buffer, starts[i:i + group], length)
                                for i in range(0, len(starts), group)])
     pad = span - length
-    index = np.zeros((len(starts), span), dtype=np.uint16)
+    index, contributions = _SCRATCH.arrays(len(starts), span)
+    index[:, :pad] = 0
     index[:, pad:] = _rows(buffer, starts, length)
     index[:, pad:pad + 4] ^= 0xFF  # initial register 0xFFFFFFFF
     index |= _distance(span)
-    return _blocks_value(index)
+    return _blocks_value(index, contributions)
 
 
 def _crc_varying(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

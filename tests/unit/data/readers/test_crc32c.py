@@ -41,3 +41,45 @@ def test_ranges_of_mixed_lengths():
     assert [int(v) for v in out] == [_reference(data[s:s + n]) for s, n in zip(starts, lengths)]
     uniform = crc.crc32c_ranges(buffer, starts, [1200] * len(starts))
     assert [int(v) for v in uniform] == [_reference(data[s:s + 1200]) for s in starts]
+
+
+def _table_reference(data: bytes) -> int:
+    table = _TABLE
+    value = 0xFFFFFFFF
+    for byte in data:
+        value = (value >> 8) ^ table[(value ^ byte) & 0xFF]
+    return value ^ 0xFFFFFFFF
+
+
+_TABLE = []
+for _b in range(256):
+    _v = _b
+    for _ in range(8):
+        _v = (_v >> 1) ^ 0x82F63B78 if _v & 1 else _v >> 1
+    _TABLE.append(_v)
+
+
+def test_uniform_records_over_several_groups_and_threads():
+    # more bytes than one vectorised group, so the work arrays are reused group after group,
+    # and the same from several threads at once (each thread has its own work arrays)
+    import threading
+
+    length, stride = 300, 316
+    count = 3 * crc._GROUP_BYTES // length + 7
+    data = os.urandom(count * stride)
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    starts = np.arange(count) * stride + 12
+    expected = [_table_reference(data[s:s + length]) for s in starts.tolist()]
+    results = {}
+
+    def work(k: int) -> None:
+        results[k] = [int(v) for v in crc.crc32c_ranges(buffer, starts, [length] * count)]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(results[k] == expected for k in range(3))
+    short = crc.crc32c_ranges(buffer, starts[:5], [length] * 5)  # smaller than the kept arrays
+    assert [int(v) for v in short] == expected[:5]
