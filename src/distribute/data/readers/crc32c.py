@@ -150,6 +150,8 @@ class _Scratch(threading.local):
 
     def arrays(self, records: int, span: int) -> Tuple[np.ndarray, np.ndarray]:
         size = records * span
+        if size > _GROUP_BYTES:  # one long record: fresh arrays, not kept (no memory held)
+            return np.empty((records, span), dtype=np.uint16), np.empty((records, span), dtype=np.uint32)
         if self.index.size < size:
             self.index = np.empty(size, dtype=np.uint16)
             self.contributions = np.empty(size, dtype=np.uint32)

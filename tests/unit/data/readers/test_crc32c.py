@@ -83,3 +83,13 @@ def test_uniform_records_over_several_groups_and_threads():
     assert all(results[k] == expected for k in range(3))
     short = crc.crc32c_ranges(buffer, starts[:5], [length] * 5)  # smaller than the kept arrays
     assert [int(v) for v in short] == expected[:5]
+
+
+def test_long_records_do_not_grow_the_kept_work_arrays():
+    data = os.urandom(3 * crc._GROUP_BYTES)
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    crc._SCRATCH.arrays(4, 64)  # this thread's arrays exist
+    before = crc._SCRATCH.index.size
+    out = crc.crc32c_ranges(buffer, [0, 5], [len(data) - 5, len(data) - 5])
+    assert [int(v) for v in out] == [_table_reference(data[:-5]), _table_reference(data[5:])]
+    assert crc._SCRATCH.index.size == before
