@@ -36,6 +36,7 @@ import torch
 from torch._C import _distributed_c10d as _c10d
 
 from distribute.collectives import health
+from distribute.collectives.fast_reduce import FastReduce
 from distribute.collectives.failures import CollectiveMismatchError, GroupBrokenError, WorkerFailedError
 from distribute.collectives.pairwise import exchange
 from distribute.collectives.packing import Meta, Slot, SlotPool, check_tensors, metas_of, plan_frames
@@ -66,6 +67,7 @@ class ProcessGroup:
         self._closed = False
         self._limit = timeout
         self._pool = SlotPool()
+        self._fast = FastReduce()
 
     # -- who -----------------------------------------------------------------------------
     @property
@@ -113,6 +115,10 @@ class ProcessGroup:
         Returns:
             The sums, one per tensor (views of an internal buffer unless ``inplace``).
         """
+        if inplace and timeout is None and type(bytes_per_pack) is int and bytes_per_pack == 0:
+            summed = self._fast.run(self, tensors, note)  # a steady small sum (fast_reduce.py)
+            if summed is not None:
+                return summed
         tensors = check_tensors(tensors, "all_reduce")
         if not isinstance(bytes_per_pack, int) or isinstance(bytes_per_pack, bool) or bytes_per_pack < 0:
             raise ValueError(f"bytes_per_pack must be a non-negative int, received {bytes_per_pack!r}.")
@@ -208,6 +214,7 @@ class ProcessGroup:
             if len(self._fingerprints) > 4096:
                 self._fingerprints.clear()
                 self._reduce_plans.clear()
+                self._fast.clear()
             pairwise = frames and self.world_size == 2 and kind == "all_reduce/cpu"
             fp = self._fingerprints[key] = make_fingerprint(kind, note, metas, bytes_per_pack, frames, pairwise,
                                                             direct)

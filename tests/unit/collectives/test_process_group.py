@@ -207,3 +207,19 @@ def test_a_failed_prediction_leaves_in_place_tensors_alone_on_three_processes() 
         assert mine["error"] is True
         assert mine["untouched"] == [[float(rank + 1)] * 3, [rank + 1] * 5], (rank, mine["untouched"])
         assert mine["retry"] == [[6.0] * 3, [6] * 5]
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(90)
+def test_steady_small_in_place_sums_take_the_shortcut_and_stay_safe() -> None:
+    found = run_two_workers(SCRIPT.parent / "fast_worker.py")
+    for rank in range(2):
+        mine = found[f"worker:{rank}"]
+        assert mine["steady"] == [[True, [3.0] * 4]] * 6
+        assert mine["taken"] >= 4, mine["taken"]  # after the first call (planning) and the second
+        assert mine["held"] == [2.0] * 4  # a result handed out earlier is not overwritten
+        assert "loss" in mine["error"] and "other" in mine["error"], mine["error"]
+        assert mine["untouched"] == [float(rank + 1)] * 4
+        assert mine["again"] == [[True, [3.0] * 4]] * 4
+        assert mine["taken_again"] >= 2, mine["taken_again"]
+    assert found["worker:0"]["taken"] >= 4
