@@ -30,7 +30,7 @@ sys.path.insert(0, str(BENCH_DIR.parent / "src"))
 sys.path.insert(0, str(BENCH_DIR / "data_children"))
 
 from common import (  # noqa: E402
-    RESULTS_MD, ForeignLoad, fmt, machine_line, median, run_child, table, tf_python, write_section,
+    ForeignLoad, fmt, invocation_log, log_table, machine_line, median, run_child, table, tf_python, write_section,
 )
 from _spec import DESCRIPTIONS, RECORD_FLOATS, SIZES, TFRECORD_FILES  # noqa: E402
 
@@ -126,27 +126,6 @@ def paired_ratios(runs: Dict[str, List[dict]], other: str) -> Dict[str, float]:
     return {n: median([a["rates"][n] / b["rates"][n] for a, b in used]) for n in names}
 
 
-LOG_MARK = "| invocation |"
-
-
-def invocation_log(ratios: Dict[str, Dict[str, float]], keep: int = 3) -> List[str]:
-    """This run's ratio line plus those of earlier runs kept in RESULTS.md (the newest ``keep``)."""
-    old: List[str] = []
-    if RESULTS_MD.exists():
-        text = RESULTS_MD.read_text()
-        if LOG_MARK in text:
-            block = text.split(LOG_MARK, 1)[1].split("\n")[2:]
-            old = [line for line in block if line.startswith("| 20")][: keep - 1]
-    stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    cells = [f"{fmt(ratios['tf.data'][n])} / {fmt(ratios['dataloader'][n])}" for n in PIPELINES]
-    return ["| " + " | ".join([stamp] + cells) + " |"] + old
-
-
-def _log_table(lines: List[str]) -> str:
-    header = LOG_MARK + " " + " | ".join(f"{n} (÷TF / ÷DL)" for n in PIPELINES) + " |"
-    return "\n".join([header, "|" + "---|" * (len(PIPELINES) + 1)] + lines)
-
-
 def _version(python: str, module: str) -> str:
     code = f"import {module}; print({module}.__version__)"
     result = subprocess.run([python, "-c", code], capture_output=True, text=True,
@@ -213,7 +192,7 @@ def report(result: Dict[str, dict], ratios: Dict[str, Dict[str, float]], version
         "Paired ratios of this and earlier invocations (newest first; a goal counts as met when it is met "
         "in at least 2 of 3 invocations, spec/performance.md section 3):",
         "",
-        _log_table(log),
+        log_table([f"{n} (÷TF / ÷DL)" for n in PIPELINES], log),
         "",
         NOTES,
     ])
@@ -230,7 +209,8 @@ def main() -> None:
         write_tfrecords(data_dir)
         runs = run_rounds(data_dir, args.rounds, args.max_rounds)
     ratios = {other: paired_ratios(runs, other) for other in ("tf.data", "dataloader")}
-    markdown = report(medians(runs), ratios, versions, invocation_log(ratios))
+    cells = [f"{fmt(ratios['tf.data'][n])} / {fmt(ratios['dataloader'][n])}" for n in PIPELINES]
+    markdown = report(medians(runs), ratios, versions, invocation_log("data", cells))
     write_section("data", markdown)
     print(markdown)
 

@@ -3,7 +3,7 @@
 Run from the repository root with the project's environment::
 
     python bench/bench_multiworker.py            # the full run (several minutes)
-    python bench/bench_multiworker.py --smoke    # a quick check that everything runs
+    python bench/bench_multiworker.py --smoke    # a quick check that everything runs (prints only)
 
 Every measurement starts 2 worker processes with ``distribute.launch`` (1 intra-op thread each,
 gloo on localhost) and runs one child script in both (bench/multiworker_children/):
@@ -41,7 +41,9 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 sys.path.insert(0, str(BENCH_DIR.parent / "src"))
 
-from common import ForeignLoad, fmt, machine_line, median, table, version_of, write_section  # noqa: E402
+from common import (  # noqa: E402
+    ForeignLoad, fmt, invocation_log, log_table, machine_line, median, table, version_of, write_section,
+)
 
 from distribute.launch import launch  # noqa: E402
 
@@ -126,7 +128,13 @@ def _gbps(nbytes: int, seconds: float) -> str:
     return fmt(nbytes / seconds / 1e9, 3)
 
 
-def report(summary: Dict[str, Any], args: argparse.Namespace) -> str:
+def log_cells(summary: Dict[str, Any]) -> List[str]:
+    """This invocation's ratios for the invocation table: training ÷ DDP, then the in-place
+    layer's bandwidth ÷ raw gloo's per size."""
+    return [fmt(summary["ratio"])] + [fmt(1 / s["inplace_time"]) for s in summary["sweep"].values()]
+
+
+def report(summary: Dict[str, Any], args: argparse.Namespace, log: List[str]) -> str:
     """The markdown of the section."""
     rows = []
     for size, s in summary["sweep"].items():
@@ -175,6 +183,12 @@ def report(summary: Dict[str, Any], args: argparse.Namespace) -> str:
         "copy of the input that raw gloo does not make). \"strategy\" is `ReplicaContext.all_reduce` "
         "inside `strategy.run` (new tensors). Bandwidth ratios are raw time ÷ our time. C1 "
         "(spec/performance.md): layer time ≤ 1.10x raw from 256 KB, ≤ raw + 50 µs below.",
+        "",
+        "Ratios of this and earlier invocations (newest first; a goal counts as met when it is met in at "
+        "least 2 of 3 invocations, spec/performance.md section 3): training ÷ DDP, then the in-place "
+        "layer's bandwidth ÷ raw gloo's per size:",
+        "",
+        log_table(["train ÷ DDP"] + [_size(int(n)) for n in summary["sweep"]], log),
     ])
 
 
@@ -189,8 +203,10 @@ def main() -> None:
     if args.smoke:
         args.rounds, args.max_rounds, args.steps, args.repeats = 1, 1, 5, 1
     summary = summarize(run_rounds(args))
-    markdown = report(summary, args)
-    write_section("multiworker", markdown)
+    log = [] if args.smoke else invocation_log("multiworker", log_cells(summary))
+    markdown = report(summary, args, log)
+    if not args.smoke:  # a smoke run checks that everything runs; it is no measurement to keep
+        write_section("multiworker", markdown)
     print(markdown)
 
 

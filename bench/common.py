@@ -8,6 +8,7 @@ first use into ``bench/.venv-tf`` (never into the project's environment).
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -131,6 +132,37 @@ def write_section(name: str, markdown: str) -> None:
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
     RESULTS_MD.write_text(text)
+
+
+LOG_MARK = "| invocation |"
+
+
+def section_text(name: str) -> str:
+    """The current text of section ``name`` of bench/RESULTS.md ("" if there is none)."""
+    text = RESULTS_MD.read_text() if RESULTS_MD.exists() else ""
+    begin, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+    if begin not in text or end not in text:
+        return ""
+    return text.split(begin, 1)[1].split(end, 1)[0]
+
+
+def invocation_log(name: str, cells: List[str], keep: int = 3) -> List[str]:
+    """This invocation's line of ratios (``cells``) plus the newest ``keep - 1`` lines of the
+    invocation table already in section ``name``: a goal counts as met when it is met in at
+    least 2 of 3 invocations (spec/performance.md section 3)."""
+    old: List[str] = []
+    text = section_text(name)
+    if LOG_MARK in text:
+        block = text.split(LOG_MARK, 1)[1].split("\n")[2:]
+        old = [line for line in block if line.startswith("| 20")][: keep - 1]
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    return ["| " + " | ".join([stamp] + cells) + " |"] + old
+
+
+def log_table(columns: List[str], lines: List[str]) -> str:
+    """The invocation table: a column per ratio, newest invocation first."""
+    header = LOG_MARK + " " + " | ".join(columns) + " |"
+    return "\n".join([header, "|" + "---|" * (len(columns) + 1)] + lines)
 
 
 def machine_line() -> str:

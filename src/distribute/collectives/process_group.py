@@ -1,11 +1,11 @@
 """Collectives across worker processes over ``torch.distributed``, with deadlines and blame.
 
 This layer (this module with its helpers ``connect.py``, ``rendezvous.py``, ``health.py``,
-``verify.py``, ``packing.py`` and ``pairwise.py``) is the only place in ``distribute`` that
-creates a TCPStore or a torch process group. :func:`distribute.collectives.connect.connect`
-meets the other tasks of the cluster (see ``rendezvous.py``), builds a gloo process group whose
-sockets bind this task's own address (plus an NCCL group for CUDA tensors when asked), and
-starts a heartbeat thread. :class:`ProcessGroup` then offers packed
+``verify.py``, ``packing.py``, ``pairwise.py`` and ``fast_reduce.py``) is the only place in
+``distribute`` that creates a TCPStore or a torch process group.
+:func:`distribute.collectives.connect.connect` meets the other tasks of the cluster (see
+``rendezvous.py``), builds a gloo process group whose sockets bind this task's own address (plus
+an NCCL group for CUDA tensors when asked), and starts a heartbeat thread. :class:`ProcessGroup` then offers packed
 ``all_reduce`` (SUM), uneven ``all_gather`` and ``broadcast``:
 
 * every collective is agreed between workers first (``verify.py``), so differing shapes,
