@@ -5,15 +5,16 @@ model) comes back every step. Its full path checks the arguments, looks up the p
 slot from the pool and streams pieces through a general loop: about 7 us of Python, which on
 2 busy cores costs 10-15 times that. Right after a wait the calling thread shares the cores
 with gloo's threads in both processes, and every object it touches must come back into cache.
-This shortcut keeps, per ``(note, shape, dtype)`` of a single CPU tensor, everything that call
-needs (fingerprint, slot, piece, options) and does only the work of the call itself: copy in,
+This shortcut keeps, per ``(note, shape, dtype)`` of a single CPU tensor, the call's fingerprint
+and slot, and hands them straight to the full path's sum (``ProcessGroup._reduce``): copy in,
 one gloo all-reduce, the header check, copy out.
 
 It is taken only when the result is certain to be the same as the full path's:
 
 * one plain CPU ``torch.Tensor`` of at most :data:`MAX_BYTES`, ``inplace=True``, default
   timeout and pack size;
-* the plan is one frame sent as one all-reduce piece (no pairwise exchange, no direct sum);
+* the plan is one frame sent as one all-reduce piece (no pairwise exchange, no direct sum,
+  which both need two pieces);
 * the agreement protocol predicts this very collective (``verify.py``), and the group is
   neither broken nor closed.
 
@@ -81,8 +82,7 @@ class FastReduce:
         fp, wire = plan
         if wire != tensor.device or len(fp.frames) != 1 or len(fp.wire[0]) != 1 or fp.wire[0][0][2]:
             return False
-        start, stop, _ = fp.wire[0][0]
-        if (fp.direct and stop - start == tensor.numel()) or tensor.numel() * tensor.element_size() > MAX_BYTES:
+        if tensor.numel() * tensor.element_size() > MAX_BYTES:
             return False
         # The pool's slot (``idle()`` is checked on every call: a call that returns new tensors
         # may hand out views of the same slot).
@@ -91,17 +91,10 @@ class FastReduce:
 
 
 def _sum(group: Any, fp: Any, slot: Any, tensors: List[torch.Tensor]) -> List[torch.Tensor]:
-    """The full path's ``_stream`` for one predicted piece."""
+    """The full path's sum (``ProcessGroup._reduce``) through the kept slot."""
     limit = group._begin(fp, None)
     try:
-        gloo = group._parts["gloo"]
-        work = gloo.allreduce([slot.fill_piece(tensors, 0)], group._opts("allreduce", limit))
-        if group._header_clear([(work, slot, 0)], slot, limit, False):
-            slot.copy_out(tensors, 0)
-        else:  # a worker ran something else: the full path's recovery (see ProcessGroup._reduce)
-            group._verifier.full_check(fp)
-            group._stream(gloo, fp, [slot], tensors, tensors, limit, False, False)
-        group._verifier.agree(fp)
+        group._reduce(fp, tensors, tensors, limit, slot.buffer.device, [slot])
     finally:
         group._end()
     return tensors

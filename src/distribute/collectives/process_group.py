@@ -227,11 +227,13 @@ class ProcessGroup:
         return self._parts["nccl"] if kind.endswith("/cuda") else self._parts["gloo"]
 
     def _reduce(self, fp: Fingerprint, tensors: List[torch.Tensor], targets: Optional[List[torch.Tensor]],
-                limit: float, wire: torch.device) -> List[Slot]:
+                limit: float, wire: torch.device, slots: Optional[List[Slot]] = None) -> List[Slot]:
+        """Sums through ``slots`` (default: the pool's for ``fp``), agreed by prediction or in full."""
         cuda = wire.type == "cuda"
         group = self._parts["nccl"] if cuda else self._parts["gloo"]
-        get, digest = self._pool.get, fp.digest
-        slots = [get((digest, i), frame, fp.metas, wire, i == 0, fp.wire[i]) for i, frame in enumerate(fp.frames)]
+        if slots is None:
+            get, digest = self._pool.get, fp.digest
+            slots = [get((digest, i), frame, fp.metas, wire, i == 0, fp.wire[i]) for i, frame in enumerate(fp.frames)]
         predicted = self._verifier.predicted()
         if predicted is not None:
             if predicted.digest == fp.digest:
