@@ -87,6 +87,17 @@ class IteratorImpl:
             elements.append(element)
         return elements
 
+    def next_full_list(self, n: int) -> List[Any]:
+        """The next ``n`` elements as a list, fewer only at the end (``next_list`` may stop
+        early, for example at the end of a reader's block)."""
+        elements = self.next_list(n)
+        while elements and len(elements) < n:
+            more = self.next_list(n - len(elements))
+            if not more:
+                break
+            elements += more
+        return elements
+
     def next_rows(self, n: int) -> Any:
         """Between 1 and ``n`` next elements stacked into one batched element, or END."""
         elements = self.next_list(n)

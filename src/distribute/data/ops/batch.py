@@ -48,12 +48,7 @@ class _BatchIterator(UnaryIteratorImpl):
     def next(self) -> Any:
         if self._input.fast_rows:
             return self._next_from_rows()
-        elements = self._input.next_list(self._size)
-        while elements and len(elements) < self._size:
-            more = self._input.next_list(self._size - len(elements))
-            if not more:
-                break
-            elements += more
+        elements = self._input.next_full_list(self._size)
         if not elements or (self._drop and len(elements) < self._size):
             return END
         if self._structure is None:

@@ -133,12 +133,7 @@ class _PaddedBatchIterator(UnaryIteratorImpl):
         self._shapes, self._values = dataset._flat_shapes, dataset._flat_values
 
     def next(self) -> Any:
-        elements = self._input.next_list(self._size)
-        while elements and len(elements) < self._size:
-            more = self._input.next_list(self._size - len(elements))
-            if not more:
-                break
-            elements += more
+        elements = self._input.next_full_list(self._size)
         if not elements or (self._drop and len(elements) < self._size):
             return END
         structure = _structure.Structure(elements[0])
