@@ -7,14 +7,16 @@ slot from the pool and streams pieces through a general loop: about 7 us of Pyth
 with gloo's threads in both processes, and every object it touches must come back into cache.
 This shortcut keeps, per ``(note, shape, dtype)`` of a single CPU tensor, the call's fingerprint
 and slot, and hands them straight to the full path's sum (``ProcessGroup._reduce``): copy in,
-one gloo all-reduce, the header check, copy out.
+one gloo all-reduce, the header check, copy out (or, between two processes, gloo sums the
+tensor where it is and its first element is checked).
 
 It is taken only when the result is certain to be the same as the full path's:
 
 * one plain CPU ``torch.Tensor`` of at most :data:`MAX_BYTES`, ``inplace=True``, default
   timeout and pack size;
-* the plan is one frame sent as one all-reduce piece (no pairwise exchange, no direct sum,
-  which both need two pieces);
+* the plan is one frame sent as one all-reduce piece (no pairwise exchange and no direct sum
+  after a header piece, which both need two pieces; a NaN-signalled direct sum between two
+  processes, see ``verify.py``, is one piece and takes the shortcut);
 * the agreement protocol predicts this very collective (``verify.py``), and the group is
   neither broken nor closed.
 
@@ -28,6 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
+from distribute.collectives.nan_signal import signalled_sum
 from distribute.collectives.packing import DIRECT_MIN_BYTES, metas_of
 
 __all__ = ["FastReduce", "MAX_BYTES"]
@@ -68,7 +71,9 @@ class FastReduce:
             return None
         fp, slot = record  # type: ignore[misc]
         predicted = group._verifier.predicted()
-        if predicted is None or predicted.digest != fp.digest or not slot.idle():
+        # A NaN-signalled plan's slot is its own (no other plan has its digest) and only ever
+        # copied out of, never handed out, so it is always idle.
+        if predicted is None or predicted.digest != fp.digest or not (fp.nan_signal or slot.idle()):
             return None
         return _sum(group, fp, slot, [tensor])
 
@@ -86,7 +91,7 @@ class FastReduce:
             return False
         # The pool's slot (``idle()`` is checked on every call: a call that returns new tensors
         # may hand out views of the same slot).
-        slot = group._pool.get((fp.digest, 0), fp.frames[0], fp.metas, wire, True, fp.wire[0])
+        slot = group._pool.get((fp.digest, 0), fp.frames[0], fp.metas, wire, not fp.nan_signal, fp.wire[0])
         return fp, slot
 
 
@@ -94,7 +99,11 @@ def _sum(group: Any, fp: Any, slot: Any, tensors: List[torch.Tensor]) -> List[to
     """The full path's sum (``ProcessGroup._reduce``) through the kept slot."""
     limit = group._begin(fp, None)
     try:
-        group._reduce(fp, tensors, tensors, limit, slot.buffer.device, [slot])
+        if fp.nan_signal:  # predicted (checked by the caller): straight to the sum
+            signalled_sum(group, fp, slot, tensors, tensors, limit, True)
+            group._verifier.agree(fp)
+        else:
+            group._reduce(fp, tensors, tensors, limit, slot.buffer.device, [slot])
     finally:
         group._end()
     return tensors

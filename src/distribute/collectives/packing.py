@@ -10,9 +10,11 @@ after it stay aligned).
 
 A frame travels as one or more *pieces* (:func:`wire_plan`): between two processes a large
 frame is summed by a pairwise exchange that reads a lone input tensor in place (no copy into
-the buffer), after a first piece that carries only the header; and a medium-sized lone tensor
-summed in place travels *direct*: gloo all-reduces the caller's tensor itself, after a header
-piece, so neither a copy in nor a copy out is made.
+the buffer), after a first piece that carries only the header; and a lone tensor summed in
+place between two processes travels *direct*: gloo all-reduces the caller's tensor itself, so
+neither a copy in nor a copy out is made. A floating-point one below the pairwise size needs no
+header at all (:func:`nan_signalled`: its first element carries the signal, see ``verify.py``);
+any other dtype from :data:`DIRECT_MIN_BYTES` travels after a header piece.
 
 Example:
     >>> import torch
@@ -30,8 +32,8 @@ from typing import Any, Dict, Hashable, List, NamedTuple, Optional, Sequence, Tu
 
 import torch
 
-__all__ = ["DIRECT_MIN_BYTES", "PAIRWISE_MIN_BYTES", "Bounds", "Frame", "Meta", "Piece", "Slot", "SlotPool", "check_tensors",
-           "header_len", "metas_of", "plan_frames", "wire_plan"]
+__all__ = ["DIRECT_MIN_BYTES", "PAIRWISE_MIN_BYTES", "SIGNAL_DTYPES", "Bounds", "Frame", "Meta", "Piece", "Slot", "SlotPool", "check_tensors",
+           "header_len", "metas_of", "nan_signalled", "plan_frames", "wire_plan"]
 
 Meta = Tuple[Tuple[int, ...], torch.dtype]
 """The shape and dtype of one tensor."""
@@ -42,8 +44,11 @@ Bounds = Tuple[Tuple[int, int, bool], ...]
 PAIRWISE_MIN_BYTES = 16 << 20
 """Frames from this size travel as a pairwise exchange between two processes (see ``pairwise.py``)."""
 DIRECT_MIN_BYTES = 4 << 20
-"""From this size a lone tensor summed in place between two processes travels direct (see above):
-below it, the extra header message costs more than the copies it saves."""
+"""From this size a lone tensor of a dtype without NaN (integers, bool) summed in place between two
+processes travels direct, after a header piece (see above): below it, the extra header message
+costs more than the copies it saves."""
+SIGNAL_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+"""The floating-point dtypes gloo sums whose first element may carry the signal (:func:`nan_signalled`)."""
 HEADER_BYTES = 64
 """Bytes reserved at the start of frame 0 for the header element (keeps the data aligned)."""
 _ITEMSIZE: Dict[torch.dtype, int] = {}
@@ -129,17 +134,36 @@ def plan_frames(metas: Sequence[Meta], bytes_per_pack: int) -> Tuple[Frame, ...]
     return tuple(frames)
 
 
+def nan_signalled(frames: Sequence[Frame], pairwise: bool, direct: bool) -> bool:
+    """Whether a collective's first element carries its agreement signal instead of a header.
+
+    True for an in-place sum between two processes (``pairwise`` and ``direct``) of one
+    floating-point tensor (:data:`SIGNAL_DTYPES`) below :data:`PAIRWISE_MIN_BYTES`: a worker
+    that runs something else sends a NaN there (and zeros elsewhere), so a sum that is not NaN
+    proves that both workers sent this collective, and no header region, message or copy is
+    needed (see ``nan_signal.py``).
+    """
+    if not (pairwise and direct and len(frames) == 1 and len(frames[0].members) == 1):
+        return False
+    frame = frames[0]
+    return frame.dtype in SIGNAL_DTYPES and 0 < frame.numel * _itemsize(frame.dtype) < PAIRWISE_MIN_BYTES
+
+
 def wire_plan(frames: Sequence[Frame], pairwise: bool = False, direct: bool = False) -> Tuple[Bounds, ...]:
     """The pieces each frame travels in (frame 0 with its header region first).
 
     Without ``pairwise`` every frame is one piece (one gloo all-reduce). With ``pairwise``
     (two processes on gloo), a frame of at least :data:`PAIRWISE_MIN_BYTES` travels as a
     pairwise exchange (``pairwise.py``); frame 0's header region is then a piece of its own,
-    sent (and checked) first. With ``pairwise`` and ``direct`` (an in-place sum), a frame 0
-    holding one tensor of at least :data:`DIRECT_MIN_BYTES` travels as a header piece and a data
-    piece, which the caller may all-reduce in its own tensor. The plan depends only on the
-    frames and the flags, so workers that agree on the fingerprint agree on the plan.
+    sent (and checked) first. With ``pairwise`` and ``direct`` (an in-place sum), a lone
+    floating-point tensor (:func:`nan_signalled`) is one piece without a header region, and a
+    frame 0 holding one tensor of another dtype of at least :data:`DIRECT_MIN_BYTES` travels as a
+    header piece and a data piece; the caller may all-reduce either data piece in its own
+    tensor. The plan depends only on the frames and the flags, so workers that agree on the
+    fingerprint agree on the plan.
     """
+    if nan_signalled(frames, pairwise, direct):
+        return (((0, frames[0].numel, False),),)
     plan = []
     for f, frame in enumerate(frames):
         lead = header_len(frame.dtype) if f == 0 else 0

@@ -1,8 +1,8 @@
 """Collectives across worker processes over ``torch.distributed``, with deadlines and blame.
 
 This layer (this module with its helpers ``connect.py``, ``rendezvous.py``, ``health.py``,
-``verify.py``, ``packing.py``, ``pairwise.py`` and ``fast_reduce.py``) is the only place in
-``distribute`` that creates a TCPStore or a torch process group.
+``verify.py``, ``packing.py``, ``pairwise.py``, ``nan_signal.py`` and ``fast_reduce.py``) is
+the only place in ``distribute`` that creates a TCPStore or a torch process group.
 :func:`distribute.collectives.connect.connect` meets the other tasks of the cluster (see
 ``rendezvous.py``), builds a gloo process group whose sockets bind this task's own address (plus
 an NCCL group for CUDA tensors when asked), and starts a heartbeat thread. :class:`ProcessGroup` then offers packed
@@ -36,8 +36,9 @@ import torch
 from torch._C import _distributed_c10d as _c10d
 
 from distribute.collectives import health
-from distribute.collectives.fast_reduce import FastReduce
 from distribute.collectives.failures import CollectiveMismatchError, GroupBrokenError, WorkerFailedError
+from distribute.collectives.fast_reduce import FastReduce
+from distribute.collectives.nan_signal import signalled_sum
 from distribute.collectives.pairwise import exchange
 from distribute.collectives.packing import Meta, Slot, SlotPool, check_tensors, metas_of, plan_frames
 from distribute.collectives.rendezvous import Layout
@@ -233,7 +234,9 @@ class ProcessGroup:
         group = self._parts["nccl"] if cuda else self._parts["gloo"]
         if slots is None:
             get, digest = self._pool.get, fp.digest
-            slots = [get((digest, i), frame, fp.metas, wire, i == 0, fp.wire[i]) for i, frame in enumerate(fp.frames)]
+            lead = not fp.nan_signal  # the header region (none where the first element signals)
+            slots = [get((digest, i), frame, fp.metas, wire, lead and i == 0, fp.wire[i])
+                     for i, frame in enumerate(fp.frames)]
         predicted = self._verifier.predicted()
         if predicted is not None:
             if predicted.digest == fp.digest:
@@ -254,7 +257,11 @@ class ProcessGroup:
         With ``check`` (a predicted collective), the summed header is read after at most
         ``SPECULATIVE_PIECES`` all-reduce pieces and before any pairwise exchange; False means
         a worker did something else (nothing more was sent, and everything sent has arrived).
+        A NaN-signalled collective has no header and is settled in ``nan_signal.py``.
         """
+        if fp.nan_signal:  # one floating-point tensor in place between two processes
+            signalled_sum(self, fp, slots[0], tensors, targets, limit, check)
+            return True
         opts = self._opts("allreduce", limit)
         works: List[Tuple[Any, Slot, int]] = []
         for slot in slots:
@@ -309,13 +316,7 @@ class ProcessGroup:
 
     def _header_clear(self, works: List[Tuple[Any, Slot, int]], first: Slot, limit: float, cuda: bool) -> bool:
         """Whether every worker sent the predicted collective (waits for all sent when not)."""
-        work = works[0][0]
-        try:
-            if cuda:
-                raise RuntimeError
-            work.wait(_SLICE)  # the common case, without _wait's bookkeeping
-        except RuntimeError:  # not done within the slice (or failed): the full wait diagnoses
-            self._wait(work, limit, cuda)
+        self._wait_first(works[0][0], limit, cuda)
         if not first.header.item():  # type: ignore[union-attr]
             return True
         first.dirty = True
@@ -340,7 +341,7 @@ class ProcessGroup:
                 continue
             break
         markers = [torch.zeros(numel, dtype=dtype, device="cuda" if cuda else "cpu") for dtype, numel in shapes]
-        markers[0][0] = 1
+        markers[0][0] = float("nan") if predicted.nan_signal else 1
         works = [group.allreduce([marker], opts) for marker in markers]
         for work in works:
             self._wait(work, limit, cuda)
@@ -389,6 +390,16 @@ class ProcessGroup:
     def _end(self) -> None:
         self._status.inside = False
         self._status.seq = self._verifier.seq
+
+    def _wait_first(self, work: Any, limit: float, cuda: bool = False) -> None:
+        """Waits for ``work``: one plain wait for the common case, then :meth:`_wait`'s bookkeeping."""
+        if not cuda:
+            try:
+                work.wait(_SLICE)
+                return
+            except RuntimeError:  # not done within the slice (or failed): the full wait diagnoses
+                pass
+        self._wait(work, limit, cuda)
 
     def _wait(self, work: Any, limit: float, cuda: bool = False) -> None:
         if cuda:  # pragma: no cover - GPUs only; NCCL's watchdog enforces the timeout

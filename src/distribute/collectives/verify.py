@@ -17,7 +17,12 @@ and their frame plan, hashed into a 63-bit digest. Workers agree on it in one of
   reads the summed header (up to ``SPECULATIVE_PIECES`` all-reduce pieces; a pairwise exchange
   is only ever started after the header was read). All messages then have the same size, so
   nothing aborts, and the summed header tells every worker whether all matched. If not, they
-  fall back to a full check (and send their data again). A training loop (gradients, then a
+  fall back to a full check (and send their data again). An in-place sum of one floating-point
+  tensor between two processes has no header (``packing.nan_signalled``): the differing worker
+  puts a NaN in the first element instead, so a first element that sums to a number proves that
+  both sent it. One that sums to NaN (a mismatch, or a NaN in the data) sends both workers to
+  a full check: if they agree, the sum stands; if not, the first element is put back, and the
+  rest of the tensor was summed with zeros. A training loop (gradients, then a
   loss reduction, repeated) is predicted after its first step, so the gradient all-reduce of a
   step costs no extra exchange at all.
 
@@ -36,7 +41,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 import torch
 
 from distribute.collectives.failures import CollectiveMismatchError
-from distribute.collectives.packing import Bounds, Frame, Meta, plan_frames, wire_plan
+from distribute.collectives.packing import Bounds, Frame, Meta, nan_signalled, plan_frames, wire_plan
 
 __all__ = ["SPECULATIVE_PIECES", "Fingerprint", "Verifier", "make_fingerprint", "mismatch_error"]
 
@@ -59,7 +64,8 @@ class Fingerprint(NamedTuple):
     ``direct`` says that a piece holding exactly one tensor may be all-reduced in the caller's
     tensor itself: only for an in-place sum between two processes, where a peer that runs
     something else adds zeros (with more workers, two matching ones would sum each other's data
-    into the tensors before the header shows the mismatch).
+    into the tensors before the header shows the mismatch). ``nan_signal`` says that the first
+    element carries the agreement signal instead of a header (``packing.nan_signalled``).
     """
 
     kind: str
@@ -69,6 +75,7 @@ class Fingerprint(NamedTuple):
     metas: Tuple[Meta, ...]
     wire: Tuple[Bounds, ...] = ()
     direct: bool = False
+    nan_signal: bool = False
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -108,7 +115,7 @@ def make_fingerprint(kind: str, note: str, metas: Sequence[Meta], bytes_per_pack
     digest = _digest(f"{kind}|{note}|{full}|{[(str(f.dtype), f.members) for f in frames]}|{wire}")
     where = " (in place)" if direct else ""
     return Fingerprint(kind, f"{note}: {describe_tensors(metas)}{where}", digest, frames, tuple(metas), wire,
-                       pairwise and direct)
+                       pairwise and direct, nan_signalled(frames, pairwise, direct))
 
 
 class Verifier:

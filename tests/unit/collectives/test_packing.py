@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from distribute.collectives import packing
-from distribute.collectives.packing import Slot, SlotPool, header_len, metas_of, plan_frames, wire_plan
+from distribute.collectives.packing import Slot, SlotPool, header_len, metas_of, nan_signalled, plan_frames, wire_plan
 
 
 def test_plan_groups_by_dtype_in_order_of_appearance() -> None:
@@ -69,16 +69,46 @@ def test_wire_plan_sends_large_frames_pairwise_after_a_header_piece(monkeypatch:
 def test_wire_plan_sends_a_lone_medium_tensor_direct_only_in_place_between_two(monkeypatch: Any) -> None:
     monkeypatch.setattr(packing, "PAIRWISE_MIN_BYTES", 4000)
     monkeypatch.setattr(packing, "DIRECT_MIN_BYTES", 400)
-    lead = header_len(torch.float32)
-    (lone,) = plan_frames([((100,), torch.float32)], 0)
+    lead = header_len(torch.int32)
+    (lone,) = plan_frames([((100,), torch.int32)], 0)
+    assert not nan_signalled((lone,), True, True)  # integers have no NaN: a header piece first
     assert wire_plan((lone,), pairwise=True, direct=True) == (((0, lead, False), (lead, lead + 100, False)),)
     # out of place, more than two processes, several tensors, or too small: one piece with the header
     assert wire_plan((lone,), pairwise=True, direct=False) == (((0, lead + 100, False),),)
     assert wire_plan((lone,), pairwise=False, direct=True) == (((0, lead + 100, False),),)
-    (two,) = plan_frames([((60,), torch.float32), ((40,), torch.float32)], 0)
+    (two,) = plan_frames([((60,), torch.int32), ((40,), torch.int32)], 0)
     assert wire_plan((two,), pairwise=True, direct=True) == (((0, lead + 100, False),),)
-    (small,) = plan_frames([((99,), torch.float32)], 0)
+    (small,) = plan_frames([((99,), torch.int32)], 0)
     assert wire_plan((small,), pairwise=True, direct=True) == (((0, lead + 99, False),),)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_a_lone_floating_tensor_in_place_between_two_is_one_piece_without_header(monkeypatch: Any,
+                                                                                  dtype: torch.dtype) -> None:
+    monkeypatch.setattr(packing, "PAIRWISE_MIN_BYTES", 4000)
+    lead = header_len(dtype)
+    for numel in (1, 99, 3999 // torch.empty((), dtype=dtype).element_size()):
+        frames = plan_frames([((numel,), dtype)], 0)
+        assert nan_signalled(frames, True, True)
+        assert wire_plan(frames, pairwise=True, direct=True) == (((0, numel, False),),)
+        # not in place, not two processes: the header region stays
+        assert not nan_signalled(frames, True, False) and not nan_signalled(frames, False, True)
+        assert wire_plan(frames, pairwise=True, direct=False) == (((0, lead + numel, False),),)
+    # empty, several tensors, or from the pairwise size: not signalled by the first element
+    assert not nan_signalled(plan_frames([((0,), dtype)], 0), True, True)
+    assert not nan_signalled(plan_frames([((3,), dtype), ((2,), dtype)], 0), True, True)
+    assert not nan_signalled(plan_frames([((3,), dtype), ((2,), torch.int64)], 0), True, True)
+    big = plan_frames([((4000 // torch.empty((), dtype=dtype).element_size(),), dtype)], 0)
+    assert not nan_signalled(big, True, True)
+
+
+def test_nan_signalled_fingerprints_say_so_and_differ_from_the_header_plan() -> None:
+    from distribute.collectives.verify import make_fingerprint
+    metas = [((100,), torch.float32)]
+    signalled = make_fingerprint("all_reduce/cpu", "g", metas, 0, True, True, True)
+    three = make_fingerprint("all_reduce/cpu", "g", metas, 0, True, False, True)
+    assert signalled.nan_signal and signalled.direct and signalled.wire == (((0, 100, False),),)
+    assert not three.nan_signal and three.digest != signalled.digest
 
 
 def test_direct_plan_changes_the_digest_and_says_in_place(monkeypatch: Any) -> None:

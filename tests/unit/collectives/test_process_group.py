@@ -215,11 +215,12 @@ def test_steady_small_in_place_sums_take_the_shortcut_and_stay_safe() -> None:
     found = run_two_workers(SCRIPT.parent / "fast_worker.py")
     for rank in range(2):
         mine = found[f"worker:{rank}"]
-        assert mine["steady"] == [[True, [3.0] * 4]] * 6
-        assert mine["taken"] >= 4, mine["taken"]  # after the first call (planning) and the second
-        assert mine["held"] == [2.0] * 4  # a result handed out earlier is not overwritten
-        assert "loss" in mine["error"] and "other" in mine["error"], mine["error"]
-        assert mine["untouched"] == [float(rank + 1)] * 4
-        assert mine["again"] == [[True, [3.0] * 4]] * 4
-        assert mine["taken_again"] >= 2, mine["taken_again"]
-    assert found["worker:0"]["taken"] >= 4
+        for name, one in (("float", 1.0), ("int", 1)):  # NaN-signalled, and with a header slot
+            assert mine[f"steady_{name}"] == [[True, [3 * one] * 4]] * 6
+            assert mine[f"taken_{name}"] >= 4, mine[f"taken_{name}"]  # after the first call (planning), the second
+            assert mine[f"held_{name}"] == [2 * one] * 4  # a result handed out earlier is not overwritten
+            error = mine[f"error_{name}"]
+            assert error is not None and "loss" in error and "other" in error, error
+            assert mine[f"untouched_{name}"] == [(rank + 1) * one] * 4
+            assert mine[f"again_{name}"] == [[True, [3 * one] * 4]] * 4
+            assert mine[f"taken_again_{name}"] >= 2, mine[f"taken_again_{name}"]

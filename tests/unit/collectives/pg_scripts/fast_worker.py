@@ -26,35 +26,42 @@ def counted(*args):  # the real shortcut, counted
 fast_reduce._sum = counted
 
 
-def steady(group, rounds: int) -> list:
+def steady(group, rounds: int, dtype: torch.dtype) -> list:
     sums = []
     for _ in range(rounds):
-        t = torch.full((4,), float(group.rank + 1))
-        out = group.all_reduce([t], note="loss", inplace=True)
+        t = torch.full((4,), group.rank + 1, dtype=dtype)
+        out = group.all_reduce([t], note=f"loss {dtype}", inplace=True)
         sums.append([out[0] is t, t.tolist()])
     return sums
 
 
-def main() -> None:
-    group = join()
+def run(group, dtype: torch.dtype, name: str) -> None:
+    """The whole sequence for one dtype (float32: NaN-signalled, no header; int64: a header slot)."""
     r = group.rank
-    held = group.all_reduce([torch.full((4,), 1.0)], note="loss")[0]  # a new tensor, kept
-    emit("steady", steady(group, 6))
-    emit("taken", len(taken))
-    emit("held", held.tolist())
-    t = torch.full((4,), float(r + 1))
+    taken.clear()
+    held = group.all_reduce([torch.full((4,), 1, dtype=dtype)], note=f"loss {dtype}")[0]  # a new tensor, kept
+    emit(f"steady_{name}", steady(group, 6, dtype))
+    emit(f"taken_{name}", len(taken))
+    emit(f"held_{name}", held.tolist())
+    t = torch.full((4,), r + 1, dtype=dtype)
     try:
         if r == 1:
             group.all_reduce([torch.ones(5)], note="other", inplace=True)
         else:
-            group.all_reduce([t], note="loss", inplace=True)
-        emit("error", None)
+            group.all_reduce([t], note=f"loss {dtype}", inplace=True)
+        emit(f"error_{name}", None)
     except CollectiveMismatchError as exc:
-        emit("error", str(exc))
-    emit("untouched", t.tolist())
+        emit(f"error_{name}", str(exc))
+    emit(f"untouched_{name}", t.tolist())
     before = len(taken)
-    emit("again", steady(group, 4))
-    emit("taken_again", len(taken) - before)
+    emit(f"again_{name}", steady(group, 4, dtype))
+    emit(f"taken_again_{name}", len(taken) - before)
+
+
+def main() -> None:
+    group = join()
+    run(group, torch.float32, "float")
+    run(group, torch.int64, "int")
     group.shutdown()
 
 

@@ -14,7 +14,7 @@ from distribute.collectives.failures import CollectiveMismatchError
 from _script import emit, join
 
 packing.PAIRWISE_MIN_BYTES = 4096
-packing.DIRECT_MIN_BYTES = 1024  # lone float32 tensors of 256 to 1023 elements summed in place go direct
+packing.DIRECT_MIN_BYTES = 1024  # lone integer tensors of 1 to 4 KB summed in place go direct
 pairwise.SEGMENT_BYTES = 1000  # several segments per half, and a ragged last one
 
 
@@ -60,14 +60,17 @@ def mismatches(group: object, r: int) -> list:
 
 
 def direct(group: object, r: int) -> dict:
-    """In-place sums of a lone medium tensor (all-reduced where it is); True where right."""
+    """In-place sums of a lone medium integer tensor (all-reduced where it is, after a header piece).
+
+    (A floating-point one takes the NaN-signalled plan instead, see nan_worker.py.)
+    """
     checks = {}
-    y = torch.arange(500, dtype=torch.float32) * (r + 1)
+    y = torch.arange(500, dtype=torch.int64) * (r + 1)
     (same,) = group.all_reduce([y], note="direct", inplace=True)
-    checks["in place"] = same is y and torch.equal(y, torch.arange(500, dtype=torch.float32) * 3)
-    z = torch.arange(1000, dtype=torch.float64).view(10, 100).t() * (r + 1)  # not contiguous: copied
+    checks["in place"] = same is y and torch.equal(y, torch.arange(500, dtype=torch.int64) * 3)
+    z = torch.arange(1000, dtype=torch.int32).view(10, 100).t() * (r + 1)  # not contiguous: copied
     (same,) = group.all_reduce([z], note="direct strided", inplace=True)
-    checks["strided"] = same is z and torch.equal(z, torch.arange(1000, dtype=torch.float64).view(10, 100).t() * 3)
+    checks["strided"] = same is z and torch.equal(z, torch.arange(1000, dtype=torch.int32).view(10, 100).t() * 3)
     return checks
 
 
@@ -76,23 +79,24 @@ def direct_mismatches(group: object, r: int) -> list:
     seen = []
     for _ in range(2):  # learn: "direct" follows "other"
         group.all_reduce([torch.ones(3)], note="other")
-        group.all_reduce([torch.ones(500)], note="direct", inplace=True)
+        group.all_reduce([torch.ones(500, dtype=torch.int64)], note="direct", inplace=True)
     for case in ("shape", "out of place"):
         group.all_reduce([torch.ones(3)], note="other")
-        y = torch.arange(500, dtype=torch.float32)
+        y = torch.arange(500, dtype=torch.int64) + 7
         keep = y.clone()
         try:
             if r == 0:
                 group.all_reduce([y], note="direct", inplace=True)
             elif case == "shape":
-                group.all_reduce([torch.ones(499)], note="direct", inplace=True)
+                group.all_reduce([torch.ones(499, dtype=torch.int64)], note="direct", inplace=True)
             else:
-                group.all_reduce([torch.arange(500, dtype=torch.float32)], note="direct")
+                group.all_reduce([torch.arange(500, dtype=torch.int64)], note="direct")
             seen.append("no error")
         except CollectiveMismatchError as exc:
             seen.append(sorted(exc.calls))
             seen.append("(in place)" in str(exc))
         seen.append(torch.equal(y, keep))  # what worker 0 sent was summed with zeros only
+        y = torch.arange(500, dtype=torch.int64)
         (after,) = group.all_reduce([y], note="direct", inplace=True)  # the group stays usable
         seen.append(after.sum().item())
     return seen
