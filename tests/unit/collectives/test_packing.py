@@ -85,7 +85,8 @@ def test_wire_plan_sends_a_lone_medium_tensor_direct_only_in_place_between_two(m
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
 def test_a_lone_floating_tensor_in_place_between_two_is_one_piece_without_header(monkeypatch: Any,
                                                                                   dtype: torch.dtype) -> None:
-    monkeypatch.setattr(packing, "PAIRWISE_MIN_BYTES", 4000)
+    monkeypatch.setattr(packing, "PAIRWISE_MIN_BYTES", 400)  # signalled up to its own limit, not this one
+    monkeypatch.setattr(packing, "SIGNAL_MAX_BYTES", 4000)
     lead = header_len(dtype)
     for numel in (1, 99, 3999 // torch.empty((), dtype=dtype).element_size()):
         frames = plan_frames([((numel,), dtype)], 0)
@@ -93,13 +94,15 @@ def test_a_lone_floating_tensor_in_place_between_two_is_one_piece_without_header
         assert wire_plan(frames, pairwise=True, direct=True) == (((0, numel, False),),)
         # not in place, not two processes: the header region stays
         assert not nan_signalled(frames, True, False) and not nan_signalled(frames, False, True)
-        assert wire_plan(frames, pairwise=True, direct=False) == (((0, lead + numel, False),),)
-    # empty, several tensors, or from the pairwise size: not signalled by the first element
+    (small,) = plan_frames([((40,), dtype)], 0)
+    assert wire_plan((small,), pairwise=True, direct=False) == (((0, lead + 40, False),),)
+    # empty, several tensors, or from the signalled limit: not signalled by the first element
     assert not nan_signalled(plan_frames([((0,), dtype)], 0), True, True)
     assert not nan_signalled(plan_frames([((3,), dtype), ((2,), dtype)], 0), True, True)
     assert not nan_signalled(plan_frames([((3,), dtype), ((2,), torch.int64)], 0), True, True)
     big = plan_frames([((4000 // torch.empty((), dtype=dtype).element_size(),), dtype)], 0)
     assert not nan_signalled(big, True, True)
+    assert [pair for _, _, pair in wire_plan(big, pairwise=True, direct=True)[0]] == [False, True]
 
 
 def test_nan_signalled_fingerprints_say_so_and_differ_from_the_header_plan() -> None:

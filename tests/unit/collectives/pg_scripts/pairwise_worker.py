@@ -14,6 +14,7 @@ from distribute.collectives.failures import CollectiveMismatchError
 from _script import emit, join
 
 packing.PAIRWISE_MIN_BYTES = 4096
+packing.SIGNAL_MAX_BYTES = 4096  # lone floating-point tensors in place from 4 KB go pairwise too
 packing.DIRECT_MIN_BYTES = 1024  # lone integer tensors of 1 to 4 KB summed in place go direct
 pairwise.SEGMENT_BYTES = 1000  # several segments per half, and a ragged last one
 
