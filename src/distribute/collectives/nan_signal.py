@@ -28,6 +28,7 @@ import ctypes
 from typing import Any, Dict, List, Optional, Tuple, Type
 
 import torch
+from torch.autograd.graph import increment_version
 
 from distribute.collectives.failures import CollectiveMismatchError
 from distribute.collectives.packing import Slot
@@ -71,7 +72,10 @@ def signalled_sum(group: Any, fp: Any, slot: Slot, tensors: List[torch.Tensor],
     copied = target is None or target.requires_grad or not target.is_contiguous()
     flat = slot.fill_piece(tensors, 0) if copied else target
     kept = first_bits(flat) if check else 0  # put back if a worker that differs adds its NaN
-    group._wait_first(group._parts["gloo"].allreduce([flat], group._opts("allreduce", limit)), limit)
+    work = group._parts["gloo"].allreduce([flat], group._opts("allreduce", limit))
+    if not copied:  # written behind torch's back: autograd must see the change, as for copy_()
+        increment_version(flat)
+    group._wait_first(work, limit)
     if check and is_nan(flat.dtype, first_bits(flat)):
         try:
             group._verifier.full_check(fp)  # raises on every worker if they differ

@@ -32,8 +32,9 @@ from typing import Any, Dict, Hashable, List, NamedTuple, Optional, Sequence, Tu
 
 import torch
 
-__all__ = ["DIRECT_MIN_BYTES", "PAIRWISE_MIN_BYTES", "SIGNAL_DTYPES", "SIGNAL_MAX_BYTES", "Bounds", "Frame", "Meta", "Piece", "Slot", "SlotPool", "check_tensors",
-           "header_len", "metas_of", "nan_signalled", "plan_frames", "wire_plan"]
+__all__ = ["DIRECT_MIN_BYTES", "PAIRWISE_MIN_BYTES", "SIGNAL_DTYPES", "SIGNAL_MAX_BYTES", "Bounds", "Frame", "Meta",
+           "Piece", "Slot", "SlotPool", "check_tensors", "direct_target", "header_len", "metas_of", "nan_signalled",
+           "plan_frames", "wire_plan"]
 
 Meta = Tuple[Tuple[int, ...], torch.dtype]
 """The shape and dtype of one tensor."""
@@ -181,6 +182,24 @@ def wire_plan(frames: Sequence[Frame], pairwise: bool = False, direct: bool = Fa
         else:
             plan.append(((0, lead + frame.numel, False),))
     return tuple(plan)
+
+
+def direct_target(piece: Piece, targets: Optional[List[torch.Tensor]]) -> Optional[torch.Tensor]:
+    """The flat target tensor a piece can be all-reduced in directly, if any.
+
+    For a fingerprint whose plan allows it (``Fingerprint.direct``: an in-place sum between two
+    processes, where a differing peer adds zeros, which leaves the values as they were for the
+    retry): a piece that is exactly one tensor, contiguous, on the wire's device and not
+    tracked by autograd.
+    """
+    if targets is None or len(piece.parts) != 1:
+        return None
+    i, view = piece.parts[0]
+    target = targets[i]
+    if view.numel() != piece.wire.numel() or target.requires_grad or not target.is_contiguous() or \
+            target.device != piece.wire.device:
+        return None
+    return target.view(-1)
 
 
 class Slot:

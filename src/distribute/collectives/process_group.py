@@ -34,13 +34,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch._C import _distributed_c10d as _c10d
+from torch.autograd.graph import increment_version
 
 from distribute.collectives import health
 from distribute.collectives.failures import CollectiveMismatchError, GroupBrokenError, WorkerFailedError
 from distribute.collectives.fast_reduce import FastReduce
 from distribute.collectives.nan_signal import signalled_sum
 from distribute.collectives.pairwise import exchange
-from distribute.collectives.packing import Meta, Slot, SlotPool, check_tensors, metas_of, plan_frames
+from distribute.collectives.packing import Meta, Slot, SlotPool, check_tensors, direct_target, metas_of, plan_frames
 from distribute.collectives.rendezvous import Layout
 from distribute.collectives.verify import SPECULATIVE_PIECES, Fingerprint, Verifier, make_fingerprint
 
@@ -273,11 +274,12 @@ class ProcessGroup:
                 if piece.pairwise:
                     self._exchange(slot, k, tensors, targets, limit)
                     continue
-                target = _direct_target(piece, targets) if fp.direct else None
+                target = direct_target(piece, targets) if fp.direct else None
                 if target is None:
                     works.append((group.allreduce([slot.fill_piece(tensors, k)], opts), slot, k))
                 else:  # summed where it is: a predicted peer that differs sends zeros here (see verify.py)
                     works.append((group.allreduce([target], opts), slot, -1))
+                    increment_version(target)  # written behind torch's back: tell autograd
         if check and not self._header_clear(works, slots[0], limit, cuda):
             return False
         for work, slot, k in works:
@@ -303,6 +305,8 @@ class ProcessGroup:
         wait = functools.partial(self._wait_p2p, timeout=timeout, limit=limit)
         for work in exchange(self._parts["gloo"], source, out, self.rank, slot.scratch, wait):
             wait(work)
+        if direct:
+            increment_version(source)  # written behind torch's back: tell autograd
         if targets is not None and not direct:
             slot.copy_out(targets, k)
 
@@ -490,21 +494,3 @@ class ProcessGroup:
 
     def __repr__(self) -> str:
         return f"<ProcessGroup {self.task} rank {self.rank}/{self.world_size} {self.backend}>"
-
-
-def _direct_target(piece: Any, targets: Optional[List[torch.Tensor]]) -> Optional[torch.Tensor]:
-    """The flat target tensor a piece can be all-reduced in directly, if any.
-
-    For a fingerprint whose plan allows it (``Fingerprint.direct``: an in-place sum between two
-    processes, where a differing peer adds zeros, which leaves the values as they were for the
-    retry): a piece that is exactly one tensor, contiguous, on the wire's device and not
-    tracked by autograd.
-    """
-    if targets is None or len(piece.parts) != 1:
-        return None
-    i, view = piece.parts[0]
-    target = targets[i]
-    if view.numel() != piece.wire.numel() or target.requires_grad or not target.is_contiguous() or \
-            target.device != piece.wire.device:
-        return None
-    return target.view(-1)

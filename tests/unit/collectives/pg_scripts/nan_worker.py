@@ -83,6 +83,24 @@ def nan_data(group: object, r: int) -> dict:
     return found
 
 
+def versions(group: object, r: int) -> list:
+    """A tensor autograd saved, then summed in place: backward must refuse it, as after copy_()."""
+    seen = []
+    w = torch.ones(4, requires_grad=True)
+    for _ in range(3):  # planned, then predicted (the shortcut)
+        x = torch.ones(4)
+        y = (x * w).sum()  # saves x for w's gradient
+        before = x._version
+        group.all_reduce([x], note="saved", inplace=True)
+        try:
+            y.backward()
+            refused = False
+        except RuntimeError as exc:
+            refused = "modified by an inplace operation" in str(exc)
+        seen.append([x._version > before, refused])
+    return seen
+
+
 def mismatches(group: object, r: int) -> list:
     """Worker 0 runs the predicted signalled sum, worker 1 something else: both raise, worker 0's tensor is kept."""
     seen = []
@@ -115,6 +133,7 @@ def main() -> None:
     emit("plain", plain(group, r))
     emit("copied", copied(group, r))
     emit("nan_data", nan_data(group, r))
+    emit("versions", versions(group, r))
     emit("mismatch", mismatches(group, r))
     group.shutdown()
     emit("done", True)

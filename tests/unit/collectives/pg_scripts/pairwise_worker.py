@@ -27,8 +27,10 @@ def sums(group: object, r: int) -> dict:
     (total,) = group.all_reduce([x], note="lone")
     checks["lone"] = torch.equal(total, torch.arange(3001, dtype=torch.float32) * 3) and torch.equal(x, keep)
     y = x.clone()
+    before = y._version
     (same,) = group.all_reduce([y], note="lone in place", inplace=True)
     checks["in place"] = same is y and torch.equal(y, total)
+    checks["in place version"] = y._version > before  # written by the exchange itself: autograd is told
     grid = (torch.arange(4000, dtype=torch.float64).view(40, 100) * (r + 1)).t()
     (summed,) = group.all_reduce([grid], note="non-contiguous")
     checks["non-contiguous"] = torch.equal(summed, (torch.arange(4000, dtype=torch.float64).view(40, 100) * 3).t())
@@ -67,8 +69,10 @@ def direct(group: object, r: int) -> dict:
     """
     checks = {}
     y = torch.arange(500, dtype=torch.int64) * (r + 1)
+    before = y._version
     (same,) = group.all_reduce([y], note="direct", inplace=True)
     checks["in place"] = same is y and torch.equal(y, torch.arange(500, dtype=torch.int64) * 3)
+    checks["version"] = y._version > before  # written by gloo itself: autograd is told
     z = torch.arange(1000, dtype=torch.int32).view(10, 100).t() * (r + 1)  # not contiguous: copied
     (same,) = group.all_reduce([z], note="direct strided", inplace=True)
     checks["strided"] = same is z and torch.equal(z, torch.arange(1000, dtype=torch.int32).view(10, 100).t() * 3)
