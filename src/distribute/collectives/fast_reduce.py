@@ -15,8 +15,8 @@ It is taken only when the result is certain to be the same as the full path's:
 * one plain CPU ``torch.Tensor`` of at most :data:`MAX_BYTES`, ``inplace=True``, default
   timeout and pack size;
 * the plan is one frame sent as one all-reduce piece (no pairwise exchange and no direct sum
-  after a header piece, which both need two pieces; a NaN-signalled direct sum between two
-  processes, see ``verify.py``, is one piece and takes the shortcut);
+  after a header piece, which both need two pieces; a NaN-signalled sum between two
+  processes, see ``nan_signal.py``, is one piece and takes the shortcut);
 * the agreement protocol predicts this very collective (``verify.py``), and the group is
   neither broken nor closed.
 

@@ -13,8 +13,9 @@ frame is summed by a pairwise exchange that reads a lone input tensor in place (
 the buffer), after a first piece that carries only the header; and a lone tensor summed in
 place between two processes travels *direct*: gloo all-reduces the caller's tensor itself, so
 neither a copy in nor a copy out is made. A floating-point one below :data:`SIGNAL_MAX_BYTES`
-needs no header at all (:func:`nan_signalled`: its first element carries the signal, see ``verify.py``);
-any other dtype from :data:`DIRECT_MIN_BYTES` travels after a header piece.
+needs no header at all (:func:`nan_signalled`: its first element carries the signal, see
+``nan_signal.py``); one of another dtype from :data:`DIRECT_MIN_BYTES` travels after a header
+piece.
 
 Example:
     >>> import torch
@@ -45,9 +46,9 @@ Bounds = Tuple[Tuple[int, int, bool], ...]
 PAIRWISE_MIN_BYTES = 16 << 20
 """Frames from this size travel as a pairwise exchange between two processes (see ``pairwise.py``)."""
 DIRECT_MIN_BYTES = 4 << 20
-"""From this size a lone tensor of a dtype without NaN (integers, bool) summed in place between two
-processes travels direct, after a header piece (see above): below it, the extra header message
-costs more than the copies it saves."""
+"""From this size a lone tensor that cannot be NaN-signalled (integers, bool, complex) summed in
+place between two processes travels direct, after a header piece (see above): below it, the
+extra header message costs more than the copies it saves."""
 SIGNAL_MAX_BYTES = 32 << 20
 """Below this size a lone floating-point tensor summed in place between two processes is
 NaN-signalled (:func:`nan_signalled`): gloo's own all-reduce of it costs about what raw gloo does,
