@@ -57,30 +57,19 @@ def copied(group: object, r: int) -> dict:
 
 def nan_data(group: object, r: int) -> dict:
     """A NaN in the data: first element (a full check, the sum stands) or elsewhere (nothing extra)."""
-    found = {}
     for _ in range(3):  # learn: "nan" follows "nan"
         group.all_reduce([torch.ones(6)], note="nan", inplace=True)
-    verifier = group._verifier
-    before = verifier.full_checks
-    t = torch.ones(6)
-    if r == 1:
-        t[0] = float("nan")
-    group.all_reduce([t], note="nan", inplace=True)
-    found["first"] = [str(v) for v in t.tolist()]
-    found["first_checks"] = verifier.full_checks - before
-    before = verifier.full_checks
-    t = torch.ones(6)
-    if r == 0:
-        t[3] = float("nan")
-    group.all_reduce([t], note="nan", inplace=True)
-    found["elsewhere"] = [str(v) for v in t.tolist()]
-    found["elsewhere_checks"] = verifier.full_checks - before
-    before = verifier.full_checks
-    t = torch.ones(6)
-    group.all_reduce([t], note="nan", inplace=True)  # still predicted
-    found["after"] = t.tolist()
-    found["after_checks"] = verifier.full_checks - before
-    return found
+
+    def summed(rank: int, at: int) -> list:
+        """The sum when worker ``rank`` has a NaN at ``at`` (-1: nowhere), and the full checks it took."""
+        before = group._verifier.full_checks
+        t = torch.ones(6)
+        if r == rank:
+            t[at] = float("nan")
+        group.all_reduce([t], note="nan", inplace=True)
+        return [[str(v) for v in t.tolist()], group._verifier.full_checks - before]
+
+    return {"first": summed(1, 0), "elsewhere": summed(0, 3), "after": summed(-1, 0)}
 
 
 def versions(group: object, r: int) -> list:
