@@ -69,6 +69,9 @@ def signalled_sum(group: Any, fp: Any, slot: Slot, tensors: List[torch.Tensor],
     element is checked as described above.
     """
     target = targets[0] if targets is not None else None
+    # packing.direct_target's rule, reduced to what this plan leaves open: the plan is one piece
+    # holding exactly this one tensor, and it was made for the tensor's (CPU) device. The full
+    # rule costs 0.7 us more on the path that runs once per step.
     copied = target is None or target.requires_grad or not target.is_contiguous()
     flat = slot.fill_piece(tensors, 0) if copied else target
     kept = first_bits(flat) if check else 0  # put back if a worker that differs adds its NaN

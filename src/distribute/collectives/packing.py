@@ -186,12 +186,13 @@ def wire_plan(frames: Sequence[Frame], pairwise: bool = False, direct: bool = Fa
 
 
 def direct_target(piece: Piece, targets: Optional[List[torch.Tensor]]) -> Optional[torch.Tensor]:
-    """The flat target tensor a piece can be all-reduced in directly, if any.
+    """The target tensor a piece can be all-reduced in directly, if any.
 
     For a fingerprint whose plan allows it (``Fingerprint.direct``: an in-place sum between two
     processes, where a differing peer adds zeros, which leaves the values as they were for the
     retry): a piece that is exactly one tensor, contiguous, on the wire's device and not
-    tracked by autograd.
+    tracked by autograd. (gloo reads a contiguous tensor of any shape as flat, so no view is
+    made.)
     """
     if targets is None or len(piece.parts) != 1:
         return None
@@ -200,7 +201,7 @@ def direct_target(piece: Piece, targets: Optional[List[torch.Tensor]]) -> Option
     if view.numel() != piece.wire.numel() or target.requires_grad or not target.is_contiguous() or \
             target.device != piece.wire.device:
         return None
-    return target.view(-1)
+    return target
 
 
 class Slot:

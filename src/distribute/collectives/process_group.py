@@ -5,8 +5,9 @@ This layer (this module with its helpers ``connect.py``, ``rendezvous.py``, ``he
 the only place in ``distribute`` that creates a TCPStore or a torch process group.
 :func:`distribute.collectives.connect.connect` meets the other tasks of the cluster (see
 ``rendezvous.py``), builds a gloo process group whose sockets bind this task's own address (plus
-an NCCL group for CUDA tensors when asked), and starts a heartbeat thread. :class:`ProcessGroup` then offers packed
-``all_reduce`` (SUM), uneven ``all_gather`` and ``broadcast``:
+an NCCL group for CUDA tensors when asked), and starts a heartbeat thread.
+:class:`ProcessGroup` then offers packed ``all_reduce`` (SUM), uneven ``all_gather`` and
+``broadcast``:
 
 * every collective is agreed between workers first (``verify.py``), so differing shapes,
   dtypes or order raise :class:`CollectiveMismatchError` on every worker instead of a
