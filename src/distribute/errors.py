@@ -17,6 +17,7 @@ __all__ = [
     "DeadlineExceededError",
     "DistributeError",
     "FailedPreconditionError",
+    "GatherShapeMismatchError",
     "InvalidArgumentError",
     "NotFoundError",
     "OutOfRangeError",
@@ -73,3 +74,12 @@ class DeadlineExceededError(DistributeError, TimeoutError):
 
 class UnavailableError(DistributeError, ConnectionError):
     """A peer task could not be reached or went away."""
+
+
+class GatherShapeMismatchError(InvalidArgumentError, CollectiveError):
+    """Values gathered across replicas or workers differ in rank or off the gather axis.
+
+    It is an argument error (``InvalidArgumentError``, a ``ValueError``), as TensorFlow's
+    "Shape mismatch", and a ``CollectiveError``; the message names each replica's or worker's
+    shape.
+    """
