@@ -1,12 +1,16 @@
 # The two commands of the README:
 #   make demo   set everything up, then train a model on 2 worker processes (the main job)
 #   make test   set everything up, then run the whole test suite
+#   make test-repeat N=10 LOAD=2   the multi-process tests N times in a row, beside LOAD CPU burners
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_PIN := torch==2.13.0
 
-.PHONY: demo test bench setup clean
+N ?= 10
+LOAD ?= 0
+
+.PHONY: demo test test-repeat bench setup clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +25,9 @@ demo: setup
 
 test: setup
 	bash scripts/run_tests.sh $(PY)
+
+test-repeat: setup
+	bash scripts/repeat_tests.sh $(PY) $(N) $(LOAD)
 
 bench: setup
 	$(PY) bench/run_all.py

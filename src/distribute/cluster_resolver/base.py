@@ -159,7 +159,9 @@ class SimpleClusterResolver(ClusterResolver):
         master: the address :meth:`master` returns when no task is named.
         task_type: this process's job name, or None.
         task_id: this process's task index, or None.
-        environment: the environment name (TensorFlow's meaning; ``''`` by default).
+        environment: the environment name (TensorFlow's meaning; ``''`` by default); ``None``
+            means no environment, as in TensorFlow (``TFConfigClusterResolver().environment``
+            is ``None``), and :attr:`environment` then returns ``None``.
         num_accelerators: what :meth:`num_accelerators` returns, e.g. ``{'GPU': 2}``.
         rpc_layer: the URL scheme of :meth:`master`, one of :data:`RPC_LAYERS`.
 
@@ -172,7 +174,7 @@ class SimpleClusterResolver(ClusterResolver):
 
     def __init__(self, cluster_spec: ClusterSpec, master: str = "",
                  task_type: Optional[str] = None, task_id: Optional[int] = None,
-                 environment: str = "", num_accelerators: Optional[Mapping[str, int]] = None,
+                 environment: Optional[str] = "", num_accelerators: Optional[Mapping[str, int]] = None,
                  rpc_layer: Optional[str] = None) -> None:
         if not isinstance(cluster_spec, ClusterSpec):
             raise ClusterConfigTypeError(
@@ -181,7 +183,7 @@ class SimpleClusterResolver(ClusterResolver):
                 field="cluster_spec", value=cluster_spec)
         self._cluster_spec = cluster_spec
         self._master = _check_str(master, "master")
-        self._environment = _check_str(environment, "environment")
+        self._environment = None if environment is None else _check_str(environment, "environment")
         self._num_accelerators = _check_accelerators(num_accelerators)
         self.task_type = task_type
         self.task_id = task_id
@@ -212,8 +214,8 @@ class SimpleClusterResolver(ClusterResolver):
         return dict(self._num_accelerators)
 
     @property
-    def environment(self) -> str:
-        """The environment name given to the constructor."""
+    def environment(self) -> Optional[str]:
+        """The environment name given to the constructor (``None`` when it was given ``None``)."""
         return self._environment
 
 
@@ -221,7 +223,8 @@ def _check_str(value: Any, field: str) -> str:
     if not isinstance(value, str):
         fix = ("Pass environment variables as environ=..." if field == "environment"
                and isinstance(value, Mapping) else "")
-        raise ClusterConfigTypeError(describe(field, "a str", value, fix), field=field, value=value)
+        expected = "a str (an environment name such as 'google') or None" if field == "environment" else "a str"
+        raise ClusterConfigTypeError(describe(field, expected, value, fix), field=field, value=value)
     return value
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from distribute.errors import (CollectiveError, DeadlineExceededError, FailedPreconditionError,
-                               UnavailableError)
+                               GatherShapeMismatchError, UnavailableError)
 
 __all__ = [
     "CollectiveMismatchError", "CollectiveTimeoutError", "GroupBrokenError", "PortInUseError",
-    "RendezvousTimeoutError", "WorkerFailedError",
+    "RendezvousTimeoutError", "WorkerFailedError", "WorkerGatherShapeMismatchError",
 ]
 
 
@@ -72,6 +72,19 @@ class CollectiveMismatchError(CollectiveError, _TaskError):
         super().__init__(message)
         self._keep(task, operation)
         self.calls = dict(calls or {})
+
+
+class WorkerGatherShapeMismatchError(GatherShapeMismatchError, CollectiveMismatchError):
+    """Workers gather values whose shapes differ in rank or off the gather axis.
+
+    An ``InvalidArgumentError`` (a ``ValueError``) with "Shape mismatch", as TensorFlow raises,
+    and a :class:`CollectiveMismatchError`: raised on every worker, ``calls`` gives each
+    worker's call and shape, and no data moved (the group stays usable).
+    """
+
+    def __init__(self, message: str, *, task: Optional[str] = None, operation: Optional[str] = None,
+                 calls: Optional[dict] = None) -> None:
+        CollectiveMismatchError.__init__(self, message, task=task, operation=operation, calls=calls)
 
 
 class RendezvousTimeoutError(DeadlineExceededError, _TaskError):

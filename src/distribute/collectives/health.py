@@ -37,6 +37,11 @@ BEAT_INTERVAL = 0.5
 _STALE_AFTER = 4 * BEAT_INTERVAL
 _STORE_TIMEOUT = datetime.timedelta(seconds=3)
 _PREFIX = "distribute/"
+_REPORT_WAIT = 2.0
+"""Seconds a failed (not timed-out) collective waits for a peer's report, exit or shutdown."""
+GLOO_TIMEOUTS = ("Timed out waiting",)
+"""What gloo says when its own timeout (the collective's deadline) expires."""
+STOPPED = "stopped responding (its process is stopped)"
 
 
 class LocalStatus:
@@ -223,21 +228,26 @@ def diagnose(board: Board, tasks: Sequence[str], rank: int, status: LocalStatus,
 def _diagnose(board: Board, tasks: Sequence[str], rank: int, status: LocalStatus,
               records: Sequence[Dict[str, Any]], error: str, timed_out: bool, timeout: float) -> Exception:
     me, doing, op = tasks[rank], status.describe(), status.op
-    deadline = time.monotonic() + (0.3 if timed_out else 1.0)
+    # gloo's own recv/send timeout and this library's deadline are the same limit: whichever
+    # fires first, the collective timed out (issue 20: the error type must not depend on it).
+    timed_out = timed_out or any(words in error for words in GLOO_TIMEOUTS)
+    deadline = time.monotonic() + (0.3 if timed_out else _REPORT_WAIT)
     while True:
         reports = {r: dict(rep, rank=r) for r, rep in board.errors().items() if r != rank}
         primary = [rep for rep in reports.values() if rep.get("primary")]
-        if primary or time.monotonic() >= deadline or _any_exited(records, rank):
+        if primary or time.monotonic() >= deadline or _any_exited(records, rank) or _any_finished(board, rank):
             break
         time.sleep(0.05)
     if primary or reports:
         return reported_failure(tasks, me, (primary or list(reports.values()))[0], doing, op)
     beats = board.beats()
     gone = _gone_peers(board, tasks, rank, records, beats)
-    if gone and timed_out and all("exited" not in what for _, what in gone):
-        return _stall_error(tasks, rank, status, beats, timeout, dict(gone))
+    stalled = {peer: what for peer, what in gone if "exited" not in what}
+    if gone and len(stalled) == len(gone) and (timed_out or any(STOPPED in what for what in stalled.values())):
+        # A stopped (SIGSTOP) process is a stalled worker: it is alive and may be resumed.
+        return _stall_error(tasks, rank, status, beats, timeout, stalled)
     if gone:
-        peer, what = gone[0]
+        peer, what = next((p, w) for p, w in gone if "exited" in w) if len(stalled) < len(gone) else gone[0]
         return WorkerFailedError(
             f"{tasks[peer]} {what} after collective #{status.seq} while this task ({me}) was {doing}. "
             f"Restart every task (from the last checkpoint). Underlying error: {error}",
@@ -253,6 +263,11 @@ def _diagnose(board: Board, tasks: Sequence[str], rank: int, status: LocalStatus
     return _stall_error(tasks, rank, status, beats, timeout, {}) if timed_out else WorkerFailedError(
         f"A collective failed on {me} while it was {doing}, and no task reported an error: {error}",
         task=None, operation=op, cause=error)
+
+
+def _any_finished(board: Board, rank: int) -> bool:
+    # A peer that shut down normally closed its sockets first, then published 'finished'.
+    return any(b.get("state") == "finished" for r, b in board.beats().items() if r != rank)
 
 
 def _any_exited(records: Sequence[Dict[str, Any]], rank: int) -> bool:
@@ -271,7 +286,7 @@ def _gone_peers(board: Board, tasks: Sequence[str], rank: int, records: Sequence
         if state == "exited":
             gone.append((peer, "died (its process exited)"))
         elif state == "stopped":
-            gone.append((peer, "stopped responding (its process is stopped)"))
+            gone.append((peer, STOPPED))
         elif state is None:
             unknown.append(peer)
     if gone or not unknown:

@@ -44,7 +44,7 @@ from distribute.collectives.nan_signal import signalled_sum
 from distribute.collectives.pairwise import exchange
 from distribute.collectives.packing import Meta, Slot, SlotPool, check_tensors, direct_target, metas_of, plan_frames
 from distribute.collectives.rendezvous import Layout
-from distribute.collectives.verify import SPECULATIVE_PIECES, Fingerprint, Verifier, make_fingerprint
+from distribute.collectives.verify import SPECULATIVE_PIECES, Fingerprint, Verifier, family_digest, make_fingerprint
 
 __all__ = ["ProcessGroup"]
 _SLICE = datetime.timedelta(milliseconds=200)
@@ -169,8 +169,10 @@ class ProcessGroup:
         meta: Meta = (torch.Size((-1,) + tuple(moved.shape[1:])), moved.dtype)
         fp = self._fingerprint("all_gather", note, (meta,), 0, False)
         limit = self._begin(fp, timeout)
+        family = family_digest(f"all_gather|{note}|{moved.dtype}|{axis}")
+        shown = f"{fp.describe} (a value of shape {list(tensor.shape)}, gathered along axis {axis})"
         try:
-            sizes = [s[0] for s in self._agree_fully(fp, [moved.shape[0]], limit)]
+            sizes = [s[0] for s in self._agree_fully(fp, [moved.shape[0]], limit, family, shown)]
             padded = torch.zeros((max(sizes),) + tuple(moved.shape[1:]), dtype=moved.dtype)
             padded[:moved.shape[0]] = moved
             outs = [torch.empty_like(padded) for _ in sizes]
@@ -351,12 +353,13 @@ class ProcessGroup:
         for work in works:
             self._wait(work, limit, cuda)
 
-    def _agree_fully(self, fp: Fingerprint, extras: Sequence[int], limit: float) -> List[Tuple[int, ...]]:
+    def _agree_fully(self, fp: Fingerprint, extras: Sequence[int], limit: float, family: int = 0,
+                     shown: str = "") -> List[Tuple[int, ...]]:
         """Full check for kinds without a header slot (after a marker if a header was expected)."""
         predicted = self._verifier.predicted()
         if predicted is not None:
             self._send_markers(predicted, limit)
-        return self._verifier.full_check(fp, extras)
+        return self._verifier.full_check(fp, extras, family, shown)
 
     def _gather_ints(self, tensor: torch.Tensor) -> List[torch.Tensor]:
         outs = [torch.empty_like(tensor) for _ in range(self.world_size)]

@@ -5,10 +5,12 @@ Raw gloo turns a collective whose sizes differ between processes into a ``SIGABR
 has a *fingerprint*: its kind, the caller's description, the shapes and dtypes of its tensors
 and their frame plan, hashed into a 63-bit digest. Workers agree on it in one of two ways:
 
-* **Full check**: one small all-gather of ``[sequence number, digest, extras...]`` (int64).
-  If any worker differs, a second all-gather exchanges the human-readable descriptions and
-  every worker raises the same :class:`CollectiveMismatchError` naming the operation and the
-  workers. Nothing else was exchanged, so the group stays usable.
+* **Full check**: one small all-gather of ``[sequence number, digest, family, extras...]``
+  (int64). If any worker differs, a second all-gather exchanges the human-readable
+  descriptions and every worker raises the same :class:`CollectiveMismatchError` naming the
+  operation and the workers. Nothing else was exchanged, so the group stays usable. The
+  *family* digest leaves the shapes out: workers in the same gather whose shapes differ raise
+  :class:`WorkerGatherShapeMismatchError` (an ``InvalidArgumentError``) instead.
 * **Prediction** (free in steady state): workers remember which fingerprint followed which
   (identically, since they only record agreed collectives). When a successor is known, a
   worker whose fingerprint matches it sends its data with a header slot of 0 (at the start of
@@ -40,17 +42,17 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 
-from distribute.collectives.failures import CollectiveMismatchError
+from distribute.collectives.failures import CollectiveMismatchError, WorkerGatherShapeMismatchError
 from distribute.collectives.packing import Bounds, Frame, Meta, nan_signalled, plan_frames, wire_plan
 
-__all__ = ["SPECULATIVE_PIECES", "Fingerprint", "Verifier", "make_fingerprint", "mismatch_error"]
+__all__ = ["SPECULATIVE_PIECES", "Fingerprint", "Verifier", "family_digest", "make_fingerprint", "mismatch_error"]
 
 SPECULATIVE_PIECES = 2
 """Pieces of a predicted all-reduce sent before its summed header is read (see above)."""
 
 HEADER_INTS = 8
-"""Length of the int64 record of a full check: seq, digest, description length, extras."""
-MAX_EXTRAS = HEADER_INTS - 3
+"""Length of the int64 record of a full check: seq, digest, description length, family, extras."""
+MAX_EXTRAS = HEADER_INTS - 4
 _SHOWN_TENSORS = 6
 _MAX_DESCRIPTION = 4000
 
@@ -92,6 +94,11 @@ def describe_tensors(metas: Sequence[Meta]) -> str:
 
 def _digest(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
+
+
+def family_digest(text: str) -> int:
+    """A nonzero digest of a call without its shapes (``full_check``'s ``family``)."""
+    return _digest(text) | 1
 
 
 def make_fingerprint(kind: str, note: str, metas: Sequence[Meta], bytes_per_pack: int,
@@ -151,21 +158,30 @@ class Verifier:
         self._last = fp.digest
         self.seq += 1
 
-    def full_check(self, fp: Fingerprint, extras: Sequence[int] = ()) -> List[Tuple[int, ...]]:
+    def full_check(self, fp: Fingerprint, extras: Sequence[int] = (), family: int = 0,
+                   shown: str = "") -> List[Tuple[int, ...]]:
         """Checks that every worker runs ``fp`` now; returns each worker's ``extras``.
 
+        Args:
+            fp: this worker's collective.
+            extras: small ints exchanged with the check (at most ``MAX_EXTRAS``).
+            family: a :func:`family_digest` of the call without its shapes (0: none); workers
+                whose digests differ but whose families agree differ only in shapes.
+            shown: what the error messages show of this worker's call (default ``fp.describe``).
+
         Raises:
-            CollectiveMismatchError: on every worker, when any worker differs.
+            WorkerGatherShapeMismatchError: on every worker, when only the shapes differ.
+            CollectiveMismatchError: on every worker, when any worker differs otherwise.
         """
         if len(extras) > MAX_EXTRAS:
             raise ValueError(f"at most {MAX_EXTRAS} extras fit in a check, received {len(extras)}")
         self.full_checks += 1
-        text = fp.describe.encode()[:_MAX_DESCRIPTION]
-        record = [self.seq, fp.digest, len(text), *extras] + [0] * (MAX_EXTRAS - len(extras))
+        text = (shown or fp.describe).encode()[:_MAX_DESCRIPTION]
+        record = [self.seq, fp.digest, len(text), family, *extras] + [0] * (MAX_EXTRAS - len(extras))
         rows = [tuple(int(v) for v in t.tolist()) for t in self._gather(torch.tensor(record, dtype=torch.int64))]
         if any(row[:2] != rows[self._rank][:2] for row in rows):
             raise self._mismatch(fp, rows, text)
-        return [row[3:3 + len(extras)] for row in rows]
+        return [row[4:4 + len(extras)] for row in rows]
 
     def _mismatch(self, fp: Fingerprint, rows: List[Tuple[int, ...]], text: bytes) -> CollectiveMismatchError:
         width = max(row[2] for row in rows)
@@ -177,6 +193,9 @@ class Verifier:
         for rank, (row, raw) in enumerate(zip(rows, texts)):
             what = bytes(raw[:row[2]].tolist()).decode(errors="replace")
             calls[self._tasks[rank]] = f"collective #{row[0] + 1}, {what}"
+        mine = rows[self._rank]
+        if mine[3] and all(row[0] == mine[0] and row[3] == mine[3] for row in rows):
+            return shape_mismatch_error(self._tasks[self._rank], fp.describe, calls)
         return mismatch_error(self._tasks[self._rank], fp.describe, calls)
 
 
@@ -191,3 +210,12 @@ def mismatch_error(task: str, operation: str, calls: Dict[str, str]) -> Collecti
                "creation) in the same order, with the same shapes and dtypes. Check for "
                "worker-dependent control flow or data shapes. No data was exchanged.")
     return CollectiveMismatchError(message, task=task, operation=operation, calls=calls)
+
+
+def shape_mismatch_error(task: str, operation: str, calls: Dict[str, str]) -> WorkerGatherShapeMismatchError:
+    """The error every worker raises when the workers gather values of incompatible shapes."""
+    listing = "; ".join(f"{name} called {call}" for name, call in calls.items())
+    message = (f"Shape mismatch: the workers gather values whose shapes differ in rank or off the gather "
+               f"axis: {listing}. Every worker must pass values of the same rank and dtype whose sizes agree "
+               "on every axis but the gather axis. No data was exchanged.")
+    return WorkerGatherShapeMismatchError(message, task=task, operation=operation, calls=calls)

@@ -4,7 +4,10 @@ Each task of the cluster (the chief and the workers) runs the same program in it
 and drives its local replicas exactly as ``MirroredStrategy`` does (every GPU, or one CPU).
 Values are reduced locally first, then across processes over ``torch.distributed``
 (``collectives/process_group.py``): gloo on CPU, NCCL for CUDA tensors. Variables created in
-the strategy's scope start with worker 0's values; optimizer steps sum the gradients of every
+the strategy's scope hold worker 0's values from their creation: a ``distribute.Variable`` is
+broadcast when it is created, and module constructors initialise their parameters from worker
+0's random generator (``agreed_random.py``); every variable created in the scope is broadcast
+again, all in one exchange, when the scope is left. Optimizer steps sum the gradients of every
 replica of every worker in a few packed buffers, so all copies stay identical.
 
 The cluster comes from a ``ClusterResolver`` (``TF_CONFIG`` by default). Without a cluster the
@@ -33,6 +36,7 @@ from distribute.cluster_resolver import (ClusterResolver, TFConfigClusterResolve
 from distribute.collectives.cross_device_ops import CommunicationImplementation, CommunicationOptions
 from distribute.collectives.connect import connect
 from distribute.collectives.process_group import ProcessGroup
+from distribute.strategies.agreed_random import AgreedRandom
 from distribute.strategies.mirrored import MirroredExtended
 from distribute.strategies.replica_runner import ReplicaRunner
 
@@ -82,7 +86,7 @@ class MultiWorkerMirroredStrategy(Strategy):
         super().__init__(MultiWorkerMirroredExtended(self, cluster_resolver, communication_options))
 
     def scope(self) -> _Scope:
-        """Like ``Strategy.scope``; leaving it also gives new variables worker 0's values."""
+        """Like ``Strategy.scope``; variables created inside hold worker 0's values (see the module)."""
         return _SyncingScope(self)
 
     def _gather_leaf(self, value: Any, axis: int) -> Any:
@@ -94,15 +98,24 @@ class MultiWorkerMirroredStrategy(Strategy):
 
 
 class _SyncingScope(_Scope):
-    """A scope that broadcasts the variables created inside it when it exits normally."""
+    """A scope that agrees on random states inside and broadcasts new variables when it exits normally."""
 
     __slots__ = ()
+
+    def __enter__(self) -> Strategy:
+        strategy = super().__enter__()
+        extended = self._strategy.extended
+        if isinstance(extended, MultiWorkerMirroredExtended):
+            extended._random.enter()
+        return strategy
 
     def __exit__(self, *exc: Any) -> None:
         super().__exit__(*exc)
         extended = self._strategy.extended
-        if exc[0] is None and isinstance(extended, MultiWorkerMirroredExtended):
-            extended._sync_variables()
+        if isinstance(extended, MultiWorkerMirroredExtended):
+            extended._random.exit()
+            if exc[0] is None:
+                extended._sync_variables()
 
 
 def _local_devices(task_type: Optional[str], task_id: Optional[int]) -> Tuple[Device, ...]:
@@ -152,6 +165,8 @@ class MultiWorkerMirroredExtended(MirroredExtended):
         self._runner = ReplicaRunner(container_strategy, len(devices), rank * len(devices))
         self._pending: List[Any] = []
         self._running = 0
+        self._random = AgreedRandom()
+        self._module_parameter = False
         self._group: Optional[ProcessGroup] = None
         self._hooks: dict = {}
         if num_workers > 1 and task_type is not None and task_id is not None:
@@ -297,24 +312,46 @@ class MultiWorkerMirroredExtended(MirroredExtended):
         self._sync_variables()
         self._running += 1
         try:
-            return super()._run(fn, args, kwargs)
+            with self._random.own_states():
+                return super()._run(fn, args, kwargs)
         finally:
             self._running -= 1
 
+    def _create_module_parameter(self, param: torch.nn.Parameter, name: str) -> Any:
+        self._module_parameter = True
+        try:
+            return super()._create_module_parameter(param, name)
+        finally:
+            self._module_parameter = False
+
     def _make_variable(self, kwargs: dict) -> Any:
+        module_parameter, self._module_parameter = self._module_parameter, False
+        if self._group is not None and not self._running:  # before the constructor initialises it
+            self._random.agree(lambda states: self._group.broadcast(  # type: ignore[union-attr]
+                states, note="random generator states", src=0, timeout=self._timeout()))
         variable = super()._make_variable(kwargs)
         if self._group is not None:
-            self._pending.append(weakref.ref(variable))
             if self._running:
+                self._pending.append(weakref.ref(variable))
                 self._sync_variables()
+            elif module_parameter:  # its constructor initialises it later: broadcast when the scope is left
+                self._pending.append(weakref.ref(variable))
+            else:
+                self._sync_variables([weakref.ref(variable)])
         return variable
 
-    def _sync_variables(self) -> None:
-        """Gives every variable created since the last call worker 0's value (one broadcast)."""
-        if self._group is None or not self._pending:
+    def _sync_variables(self, pending: Optional[List[Any]] = None) -> None:
+        """Gives ``pending`` (default: the module parameters not yet synced) worker 0's values, in one broadcast.
+
+        Module parameters wait for the scope's exit (or the next ``run``), so that the values
+        their constructors drew from the agreed random stream (or from anything else) are made
+        bit-identical in one exchange.
+        """
+        if pending is None:
+            pending, self._pending = self._pending, []
+        if self._group is None or not pending:
             return
-        variables = [v for v in (ref() for ref in self._pending) if v is not None]
-        self._pending = []
+        variables = [v for v in (ref() for ref in pending) if v is not None]
         if not variables:
             return
         names = [v._var_name for v in variables]

@@ -49,7 +49,7 @@ def test_port_in_use_names_the_task_and_address() -> None:
         started = time.monotonic()
         with pytest.raises(PortInUseError, match=f"worker:0 cannot host the rendezvous at 127.0.0.1:{port}") as info:
             connect(spec_of([port, free_ports(1)[0]]), "worker", 0, rendezvous_timeout=5)
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 3.0  # at once, not after the 5 s deadline (slack for load)
         assert info.value.task == "worker:0" and info.value.address == f"127.0.0.1:{port}"
         assert isinstance(info.value, UnavailableError)
     finally:
@@ -61,7 +61,7 @@ def test_unreachable_chief_fails_within_the_deadline() -> None:
     started = time.monotonic()
     with pytest.raises(RendezvousTimeoutError, match="could not reach the rendezvous host worker:0") as info:
         connect(spec_of(ports), "worker", 1, rendezvous_timeout=1.0)
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 4.0  # the 1 s deadline, + slack for a loaded machine
     assert info.value.missing == ("worker:0", "worker:1") and info.value.joined == ()
     assert isinstance(info.value, DeadlineExceededError) and isinstance(info.value, TimeoutError)
 
@@ -71,7 +71,7 @@ def test_missing_worker_lists_who_joined() -> None:
     started = time.monotonic()
     with pytest.raises(RendezvousTimeoutError, match=r"1/2 tasks joined \(worker:0\); missing: worker:1") as info:
         connect(spec_of(ports), "worker", 0, rendezvous_timeout=1.0)
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 4.0  # the 1 s deadline, + slack for a loaded machine
     assert info.value.joined == ("worker:0",) and info.value.missing == ("worker:1",)
 
 
@@ -89,7 +89,7 @@ def _in_threads(calls: List[Any]) -> List[BaseException]:
         thread.start()
         time.sleep(0.2 if i == 0 else 0.0)  # the host first
     for thread in threads:
-        thread.join(timeout=10)
+        thread.join(timeout=30)
     return errors
 
 
@@ -105,9 +105,10 @@ def test_tasks_that_disagree_about_the_cluster_fail_fast() -> None:
 def test_two_processes_claiming_one_task() -> None:
     ports = free_ports(3)
     spec = spec_of(ports)
-    errors = _in_threads([lambda: connect(spec, "worker", 0, rendezvous_timeout=1.5),
-                          lambda: connect(spec, "worker", 1, rendezvous_timeout=1.5),
-                          lambda: connect(spec, "worker", 1, rendezvous_timeout=1.5)])
+    # 4 s, not 1.5: the duplicate must be seen before the claimers' deadline, even on a loaded machine
+    errors = _in_threads([lambda: connect(spec, "worker", 0, rendezvous_timeout=4.0),
+                          lambda: connect(spec, "worker", 1, rendezvous_timeout=4.0),
+                          lambda: connect(spec, "worker", 1, rendezvous_timeout=4.0)])
     assert isinstance(errors[0], RendezvousTimeoutError)
     claims = sorted(type(e).__name__ for e in errors[1:])
     assert claims == ["AlreadyExistsError", "RendezvousTimeoutError"], errors

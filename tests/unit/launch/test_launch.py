@@ -145,7 +145,7 @@ def test_deadline_stops_every_task(tmp_path):
     """
     start = time.monotonic()
     result = _run(tmp_path, body, workers=2, ps=1, timeout=1.0)
-    assert time.monotonic() - start < 1.0 + GRACE + 3
+    assert time.monotonic() - start < 1.0 + GRACE + 6  # right after the deadline (slack for a loaded machine)
     assert result.timed_out and result.returncode == EXIT_TIMEOUT and result.failed_task is None
     assert all(t.stopped and t.returncode == 143 for t in result.tasks.values())
     assert result.summary() == "the deadline expired; stopped worker:0, worker:1, ps:0"
@@ -216,7 +216,7 @@ def test_a_second_signal_kills_at_once(tmp_path):
 
     start = time.monotonic()
     result = run_plan(plan, sink)
-    assert time.monotonic() - start < 5  # far less than the grace period
+    assert time.monotonic() - start < 10  # far less than the 20 s grace period (includes starting 2 tasks)
     assert result.signal == signal.SIGTERM and result.returncode == 143
     assert result.summary() == "interrupted by SIGTERM; stopped worker:0, worker:1"
     assert [t.returncode for t in result.tasks.values()] == [137, 137]

@@ -142,14 +142,17 @@ def _error(result: Any, task: str) -> Dict[str, Any]:
     ("extra_step", "worker:0", "worker:1", "WorkerFailedError", ["worker:0 shut down after collective #"]),
 ])
 def test_a_failed_worker_is_named_by_the_others(mode: str, failing: str, survivor: str, kind: str,
-                                                words: list) -> None:
-    result = run_script("mw_failures.py", mode, timeout=60.0, grace_period=20.0)
+                                                words: list, tmp_path: Path) -> None:
+    # A stopped (SIGSTOP) worker is a stalled one: CollectiveTimeoutError, whether gloo's recv
+    # timeout or the library's deadline fires first (issue 20). The stalled worker sleeps until
+    # the survivor has reported (a file in tmp_path), not for a fixed time that load could shorten.
+    result = run_script("mw_failures.py", mode, str(tmp_path), timeout=60.0, grace_period=20.0)
     error = _error(result, survivor)
     assert error["type"] == kind, error
     assert error["task"] == failing, error
     for word in words:
         assert word in error["message"], error
-    limit = 2.0 + 5.0 if mode in ("stall", "freeze") else 10.0
+    limit = 2.0 + 8.0 if mode in ("stall", "freeze") else 10.0  # the 2 s deadline, + slack for a loaded machine
     assert error["elapsed"] < limit, error
     if kind == "CollectiveTimeoutError":
         assert "DeadlineExceededError" in error["bases"] and "TimeoutError" in error["bases"]
@@ -171,7 +174,9 @@ def test_mismatched_collectives_raise_on_every_worker() -> None:
             assert set(outcome["calls"]) == {"worker:0", "worker:1"}
             for word in words:
                 assert word in outcome["message"], (task, case, outcome)
-            assert outcome["elapsed"] < 2.0
+            # found by the agreement, not the 20 s deadline; the first worker to arrive also waits
+            # for the other, which a loaded machine can delay by seconds
+            assert outcome["elapsed"] < 10.0
         assert found[task]["after"] == 3.0  # the group is still usable afterwards
 
 

@@ -1,8 +1,8 @@
 """Worker script: one failure injected into a 2-worker MultiWorkerMirroredStrategy job.
 
-Usage: ``mw_failures.py MODE`` with MODE one of
-``die`` (worker:1 exits abruptly between steps), ``stall`` (worker:1 sleeps past the collective
-timeout), ``raise`` (worker:1 raises while a non-daemon thread keeps its process alive),
+Usage: ``mw_failures.py MODE [DIR]`` with MODE one of
+``die`` (worker:1 exits abruptly between steps), ``stall`` (worker:1 sleeps until the survivor
+has reported its error, a file in DIR, so far past the collective timeout whatever the load), ``raise`` (worker:1 raises while a non-daemon thread keeps its process alive),
 ``chief_raise`` (worker:0, which hosts the rendezvous, raises), ``chief_die`` (worker:0 exits abruptly,
 taking the rendezvous store with it), ``mismatch`` (shape, dtype, order
 and gradient-set mismatches, each an error on both workers, then normal work again),
@@ -30,10 +30,25 @@ from distribute.collectives.cross_device_ops import CommunicationOptions
 from distribute.strategies.multi_worker_mirrored import MultiWorkerMirroredStrategy
 
 
+REPORTED = "reported"
+"""The file (in DIR) the survivor writes once it has reported its error."""
+
+
 def report(exc: BaseException, started: float) -> None:
     emit("error", {"type": type(exc).__name__, "task": getattr(exc, "task", None), "message": str(exc),
                    "elapsed": time.monotonic() - started,
                    "bases": [c.__name__ for c in type(exc).__mro__]})
+    if len(sys.argv) > 2:
+        with open(os.path.join(sys.argv[2], REPORTED), "w") as f:
+            f.write("done")
+
+
+def wait_for_the_report(limit: float = 60.0) -> None:
+    """Sleeps until the survivor reported (or ``limit`` seconds): a stall of any length."""
+    deadline = time.monotonic() + limit
+    path = os.path.join(sys.argv[2], REPORTED)
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def make_model(strategy: MultiWorkerMirroredStrategy) -> tuple:
@@ -115,7 +130,7 @@ def main() -> None:
         if mode in ("die", "chief_die"):
             os._exit(3)
         if mode == "stall":
-            time.sleep(4)
+            wait_for_the_report()
         if mode == "freeze":
             os.kill(os.getpid(), signal.SIGSTOP)
         if mode in ("raise", "chief_raise"):
