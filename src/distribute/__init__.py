@@ -38,10 +38,10 @@ from distribute._core.context import (experimental_set_strategy, get_cross_repli
                                       in_cross_replica_context)
 from distribute._core.distributed_variables import (AggregatingVariable, DistributedVariable,
                                                     MirroredVariable, SyncOnReadVariable)
-from distribute._core.reduce_op import ReduceOp, VariableAggregation, VariableSynchronization
+from distribute._base.reduce_op import ReduceOp, VariableAggregation, VariableSynchronization
 from distribute._core.replica_context import InputContext, ReplicaContext
 from distribute._core.strategy import Strategy, StrategyExtended
-from distribute._core.tensor_spec import TensorSpec
+from distribute._base.tensor_spec import TensorSpec
 from distribute._core.values import DistributedValues, Mirrored, PerReplica
 from distribute._core.variables import Variable
 from distribute.distributed_input import (DistributedDataset, DistributedIterator, InputOptions,

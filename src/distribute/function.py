@@ -18,8 +18,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from distribute._core.nest import flatten, is_namedtuple
-from distribute._core.tensor_spec import StringDType, TensorSpec
+from distribute._base.nest import flatten, is_namedtuple
+from distribute._base.tensor_spec import StringDType, TensorSpec
 
 __all__ = ["Function", "function"]
 

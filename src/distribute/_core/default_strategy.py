@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict
 import torch
 
 from distribute._core import context
-from distribute._core.reduce_op import ReduceOp
+from distribute._base.reduce_op import ReduceOp
 from distribute._core.replica_context import InputContext, ValueContext
 from distribute._core.strategy import Strategy, StrategyExtended
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 import torch
 
 from distribute._core import context
-from distribute._core.reduce_op import ReduceOp, VariableAggregation, VariableSynchronization
+from distribute._base.reduce_op import ReduceOp, VariableAggregation, VariableSynchronization
 from distribute._core.reduction import reduce_components
 from distribute._core.values import Mirrored, PerReplica, local_replica_index
 from distribute._core.variables import Variable, make_initial_tensor

@@ -13,7 +13,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 
-from distribute._core.reduce_op import ReduceOp
+from distribute._base.reduce_op import ReduceOp
 from distribute.errors import InvalidArgumentError
 
 __all__ = ["as_tensor", "gather_components", "normalize_axis", "reduce_components"]

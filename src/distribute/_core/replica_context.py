@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 import torch
 
 from distribute._core import context
-from distribute._core.reduce_op import ReduceOp
+from distribute._base.reduce_op import ReduceOp
 
 if TYPE_CHECKING:  # pragma: no cover
     from distribute._core.strategy import Strategy

@@ -15,8 +15,8 @@ import torch
 
 from distribute._core import context
 from distribute._core.context import Mode
-from distribute._core.nest import map_structure
-from distribute._core.reduce_op import ReduceOp
+from distribute._base.nest import map_structure
+from distribute._base.reduce_op import ReduceOp
 from distribute._core.reduction import check_axis, gather_components, reduce_components
 from distribute._core.values import (DistributedValues, Mirrored, PerReplica, contains_distributed,
                                      select_replica)

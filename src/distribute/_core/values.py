@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 import torch
 
 from distribute._core import context
-from distribute._core.nest import is_namedtuple
+from distribute._base.nest import is_namedtuple
 
 __all__ = ["DistributedValues", "Mirrored", "PerReplica", "regroup", "select_replica"]
 

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 from distribute._core import context
-from distribute._core.reduce_op import VariableAggregation, VariableSynchronization
-from distribute._core.tensor_spec import as_dtype
+from distribute._base.reduce_op import VariableAggregation, VariableSynchronization
+from distribute._base.tensor_spec import as_dtype
 
 __all__ = ["Variable", "make_initial_tensor"]
 

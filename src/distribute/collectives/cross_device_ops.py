@@ -14,7 +14,7 @@ from typing import Any, List, Optional, Sequence
 
 import torch
 
-from distribute._core.reduce_op import ReduceOp
+from distribute._base.reduce_op import ReduceOp
 from distribute._core.reduction import reduce_components
 from distribute._core.values import DistributedValues, Mirrored
 

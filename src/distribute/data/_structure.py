@@ -16,8 +16,8 @@ from typing import Any, Callable, List, Sequence
 import numpy as np
 import torch
 
-from distribute._core import nest
-from distribute._core.tensor_spec import TensorSpec, string
+from distribute._base import nest
+from distribute._base.tensor_spec import TensorSpec, string
 from distribute.errors import InvalidArgumentError
 
 __all__ = [

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator as PyIterator, Optional, Sequence, Tu
 
 import torch
 
-from distribute._core import nest
+from distribute._base import nest
 from distribute.data import _structure
 from distribute.data._common import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from distribute.data.iterator import IterContext, Iterator, IteratorImpl, mix

@@ -14,7 +14,7 @@ from typing import Any, List, Optional, Sequence
 
 import torch
 
-from distribute._core import nest
+from distribute._base import nest
 
 __all__ = ["DevicePlacer"]
 

@@ -19,9 +19,9 @@ import abc
 import random
 from typing import Any, Callable, List, Optional, Tuple
 
-from distribute._core import nest
+from distribute._base import nest
 from distribute._core.replica_context import InputContext
-from distribute._core.tensor_spec import TensorSpec
+from distribute._base.tensor_spec import TensorSpec
 from distribute.data import Dataset, INFINITE_CARDINALITY
 from distribute.data import _structure
 from distribute.distributed_input import rebatch

@@ -17,8 +17,8 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from distribute._core import nest
-from distribute._core.tensor_spec import TensorSpec, string
+from distribute._base import nest
+from distribute._base.tensor_spec import TensorSpec, string
 from distribute._core.values import PerReplica
 
 __all__ = ["PerReplicaSpec", "empty_like", "empty_from_spec", "is_fully_static", "per_replica_spec",

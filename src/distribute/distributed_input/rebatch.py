@@ -23,7 +23,7 @@ from __future__ import annotations
 import abc
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
-from distribute._core import nest
+from distribute._base import nest
 from distribute.data import _structure
 from distribute.distributed_input.auto_shard import DATA, FILE_SHARDED
 from distribute.distributed_input.sources import END, BatchInput

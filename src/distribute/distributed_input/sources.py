@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 import torch
 
-from distribute._core import nest
+from distribute._base import nest
 from distribute.data import Dataset, Iterator, UNKNOWN_CARDINALITY
 from distribute.data import _structure
 from distribute.data._common import END

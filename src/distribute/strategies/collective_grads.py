@@ -11,7 +11,7 @@ from typing import Any, Tuple
 
 import torch
 
-from distribute._core.reduce_op import ReduceOp
+from distribute._base.reduce_op import ReduceOp
 from distribute.strategies.replica_runner import SyncRequest
 
 __all__ = ["AllGatherGrad", "AllReduceGrad"]

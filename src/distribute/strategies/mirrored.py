@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 from distribute._core.devices import default_devices, resolve_devices
 from distribute._core.distributed_variables import (MirroredVariable, SyncOnReadVariable,
                                                     resolve_variable_kwargs)
-from distribute._core.reduce_op import VariableSynchronization
+from distribute._base.reduce_op import VariableSynchronization
 from distribute._core.strategy import Strategy
 from distribute.strategies.multi_replica import MultiReplicaExtended
 

@@ -13,8 +13,8 @@ import torch
 from distribute._core import context
 from distribute._core.context import Mode
 from distribute._core.devices import Device, canonicalize
-from distribute._core.nest import flatten, pack_sequence_as
-from distribute._core.reduce_op import ReduceOp
+from distribute._base.nest import flatten, pack_sequence_as
+from distribute._base.reduce_op import ReduceOp
 from distribute._core.reduction import as_tensor, gather_components, reduce_components
 from distribute._core.replica_context import ValueContext
 from distribute._core.strategy import CROSS_REPLICA_ERROR, StrategyExtended

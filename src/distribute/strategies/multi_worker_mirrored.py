@@ -26,8 +26,8 @@ from typing import Any, Callable, List, Optional, Tuple
 import torch
 
 from distribute._core.devices import Device, canonicalize
-from distribute._core.nest import flatten, pack_sequence_as
-from distribute._core.reduce_op import ReduceOp
+from distribute._base.nest import flatten, pack_sequence_as
+from distribute._base.reduce_op import ReduceOp
 from distribute._core.reduction import as_tensor, reduce_components
 from distribute._core.strategy import Strategy, _Scope
 from distribute._core.values import DistributedValues, Mirrored, PerReplica

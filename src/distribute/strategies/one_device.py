@@ -12,7 +12,7 @@ import torch
 
 from distribute._core import context
 from distribute._core.devices import canonicalize
-from distribute._core.reduce_op import ReduceOp
+from distribute._base.reduce_op import ReduceOp
 from distribute._core.replica_context import ValueContext
 from distribute._core.strategy import Strategy
 from distribute._core.values import select_replica
@@ -81,6 +81,6 @@ class OneDeviceExtended(MultiReplicaExtended):
 
 
 def _to_device(structure: Any, device: torch.device) -> Any:
-    from distribute._core.nest import map_structure
+    from distribute._base.nest import map_structure
 
     return map_structure(lambda v: v.to(device) if isinstance(v, torch.Tensor) else v, structure)

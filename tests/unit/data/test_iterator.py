@@ -3,7 +3,7 @@ import json
 import pytest
 import torch
 
-from distribute._core.tensor_spec import TensorSpec
+from distribute._base.tensor_spec import TensorSpec
 from distribute.data import Dataset, Iterator, Optional
 from distribute.errors import InvalidArgumentError, OutOfRangeError
 

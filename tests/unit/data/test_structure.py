@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from distribute._core.tensor_spec import TensorSpec, string
+from distribute._base.tensor_spec import TensorSpec, string
 from distribute.data import _structure
 from distribute.errors import InvalidArgumentError
 

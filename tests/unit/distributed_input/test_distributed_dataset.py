@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import distribute
-from distribute._core.tensor_spec import TensorSpec
+from distribute._base.tensor_spec import TensorSpec
 from distribute.data import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from distribute.distributed_input import InputOptions, InputReplicationMode, PerReplicaSpec
 from tests.strategies import named_strategies

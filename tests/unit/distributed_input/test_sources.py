@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from distribute._core.tensor_spec import TensorSpec
+from distribute._base.tensor_spec import TensorSpec
 from distribute.data import UNKNOWN_CARDINALITY
 from tests.unit.data._helpers import roundtrip
 from tests.unit.distributed_input._helpers import mirrored, on_worker, plain_step, steps

@@ -16,8 +16,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from distribute._core import nest
-from distribute._core.tensor_spec import TensorSpec, string
+from distribute._base import nest
+from distribute._base.tensor_spec import TensorSpec, string
 from distribute.data import _structure
 from distribute.errors import InvalidArgumentError
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from distribute._core import nest
+from distribute._base import nest
 from distribute.data import _structure
 
 __all__ = ["Vectorizer"]

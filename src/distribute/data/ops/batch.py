@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from distribute._core import nest
-from distribute._core.tensor_spec import TensorSpec
+from distribute._base import nest
+from distribute._base.tensor_spec import TensorSpec
 from distribute.data import _structure
 from distribute.data._common import END, check_bool, check_positive, check_positive_or_autotune
 from distribute.data.dataset import Dataset, UnaryDataset

@@ -10,8 +10,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
-from distribute._core import nest
-from distribute._core.tensor_spec import TensorSpec
+from distribute._base import nest
+from distribute._base.tensor_spec import TensorSpec
 from distribute.data import _structure
 from distribute.data._common import END, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from distribute.data.dataset import Dataset

@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from distribute._core.tensor_spec import TensorSpec
+from distribute._base.tensor_spec import TensorSpec
 from distribute.data import _structure
 from distribute.data._common import END, check_int
 from distribute.data.dataset import Dataset, UnaryDataset

@@ -18,8 +18,8 @@ from typing import Any, Callable, Dict, Optional
 import numpy as np
 import torch
 
-from distribute._core import nest
-from distribute._core.tensor_spec import TensorSpec, as_dtype, string
+from distribute._base import nest
+from distribute._base.tensor_spec import TensorSpec, as_dtype, string
 from distribute.data import _structure
 from distribute.data._common import END, check_callable
 from distribute.data.dataset import Dataset

@@ -10,8 +10,8 @@ from typing import Any, Optional
 
 import torch
 
-from distribute._core import nest
-from distribute._core.tensor_spec import TensorSpec
+from distribute._base import nest
+from distribute._base.tensor_spec import TensorSpec
 from distribute.data import _structure
 from distribute.data.dataset import Dataset
 from distribute.data.ops._random_access import RandomAccess

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import torch
 
-from distribute._core import nest
+from distribute._base import nest
 from distribute.data import _structure
 from distribute.data.dataset import Dataset
 from distribute.data.ops._random_access import RandomAccess

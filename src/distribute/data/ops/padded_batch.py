@@ -13,8 +13,8 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 import torch
 
-from distribute._core import nest
-from distribute._core.tensor_spec import TensorSpec, string
+from distribute._base import nest
+from distribute._base.tensor_spec import TensorSpec, string
 from distribute.data import _structure
 from distribute.data._common import END, check_bool, check_positive
 from distribute.data.dataset import Dataset, UnaryDataset

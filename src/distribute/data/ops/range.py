@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import torch
 
-from distribute._core.tensor_spec import TensorSpec, as_dtype
+from distribute._base.tensor_spec import TensorSpec, as_dtype
 from distribute.data._common import check_int
 from distribute.data.dataset import Dataset
 from distribute.data.ops._random_access import RandomAccess

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
-from distribute._core import nest
+from distribute._base import nest
 from distribute.data._common import END, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from distribute.data.dataset import Dataset
 from distribute.data.iterator import IterContext, IteratorImpl

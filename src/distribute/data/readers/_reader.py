@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from distribute._core.tensor_spec import TensorSpec, string
+from distribute._base.tensor_spec import TensorSpec, string
 from distribute.data._common import END, UNKNOWN_CARDINALITY, check_positive_or_autotune
 from distribute.data.dataset import Dataset, UnaryDataset
 from distribute.data.iterator import IterContext, IteratorImpl

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from distribute._core.tensor_spec import TensorSpec, string
+from distribute._base.tensor_spec import TensorSpec, string
 from distribute.data import Dataset
 from distribute.errors import InvalidArgumentError
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from distribute._core.tensor_spec import TensorSpec, string
+from distribute._base.tensor_spec import TensorSpec, string
 from distribute.data import Dataset
 
 from .._helpers import assert_restores, values

@@ -3,7 +3,7 @@ import collections
 import pytest
 import torch
 
-from distribute._core.tensor_spec import TensorSpec, string
+from distribute._base.tensor_spec import TensorSpec, string
 from distribute.data import AUTOTUNE, Dataset
 from distribute.errors import InvalidArgumentError
 

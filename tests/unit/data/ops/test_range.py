@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from distribute._core.tensor_spec import TensorSpec
+from distribute._base.tensor_spec import TensorSpec
 from distribute.data import Dataset
 from distribute.errors import InvalidArgumentError
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from distribute.data import Dataset, TFRecordDataset, TFRecordWriter
-from distribute._core.tensor_spec import TensorSpec, string
+from distribute._base.tensor_spec import TensorSpec, string
 from distribute.errors import DataLossError, FailedPreconditionError, InvalidArgumentError, NotFoundError
 
 from .._helpers import assert_restores, values
