@@ -25,7 +25,7 @@ import torch
 
 from distribute._core import nest
 from distribute.data import _structure
-from distribute.data._common import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
+from distribute.data._common import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, user_stop_error
 from distribute.data.iterator import IterContext, Iterator, IteratorImpl, mix
 from distribute.data.options import Options
 from distribute.errors import InvalidArgumentError
@@ -199,7 +199,11 @@ class Dataset:
         """
         state = _structure.normalize(initial_state, "reduce's initial_state")
         for element in self:
-            state = _structure.normalize(reduce_func(state, element), "reduce_func's result")
+            try:
+                result = reduce_func(state, element)
+            except StopIteration as exc:
+                raise user_stop_error(exc, "reduce_func") from exc
+            state = _structure.normalize(result, "reduce_func's result")
         return state
 
     # ----------------------------------------------------------------- sources

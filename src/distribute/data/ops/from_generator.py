@@ -21,7 +21,7 @@ import torch
 from distribute._core import nest
 from distribute._core.tensor_spec import TensorSpec, as_dtype, string
 from distribute.data import _structure
-from distribute.data._common import END, check_callable
+from distribute.data._common import END, check_callable, user_stop_error
 from distribute.data.dataset import Dataset
 from distribute.data.iterator import IterContext, IteratorImpl
 from distribute.errors import InvalidArgumentError
@@ -138,7 +138,10 @@ class _GeneratorIterator(IteratorImpl):
         self._count = 0
 
     def _open(self) -> None:
-        self._it = iter(self._dataset.generator(*self._dataset.args))
+        try:
+            self._it = iter(self._dataset.generator(*self._dataset.args))
+        except StopIteration as exc:
+            raise user_stop_error(exc, "`generator` callable") from exc
 
     def _structure_error(self, value: Any) -> TypeError:
         expected = nest.map_structure(lambda s: s.dtype, self._dataset.element_spec)

@@ -23,7 +23,9 @@ from typing import Any, Callable, Deque, Dict, List, Optional
 import torch
 
 from distribute.data import _structure
-from distribute.data._common import END, check_bool, check_callable, check_positive_or_autotune
+from distribute.data._common import (
+    END, check_bool, check_callable, check_positive_or_autotune, user_stop_error,
+)
 from distribute.data.dataset import Dataset, UnaryDataset
 from distribute.data.iterator import IterContext, IteratorImpl
 from distribute.data.ops._parallel import POLICY, Failure, WorkerPool, run_chunk
@@ -67,7 +69,10 @@ class _MapIterator(IteratorImpl):
     # --------------------------------------------------------------- applying the function
     def _apply(self, element: Any) -> Any:
         fn = self._fn
-        out = fn(*element) if type(element) is tuple else fn(element)
+        try:
+            out = fn(*element) if type(element) is tuple else fn(element)
+        except StopIteration as exc:
+            raise user_stop_error(exc, "map function") from exc
         if type(out) is torch.Tensor:
             sig = out.dtype
         else:
