@@ -10,8 +10,10 @@ dimension unknown. Python side effects of the function may therefore run once or
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import warnings
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 import torch
@@ -21,7 +23,30 @@ from distribute._core.tensor_spec import TensorSpec, string
 from distribute.data import _structure
 from distribute.errors import InvalidArgumentError
 
-__all__ = ["merge_specs", "placeholder", "probe_spec", "unknown_dims"]
+__all__ = [
+    "UnsupportedOutputError", "merge_specs", "placeholder", "placeholders_only", "probe_spec",
+    "unknown_dims",
+]
+
+_PLACEHOLDERS_ONLY = contextvars.ContextVar("distribute.data.placeholders_only", default=False)
+
+
+class UnsupportedOutputError(TypeError):
+    """A user function returned a value that cannot be an element (a class, an object)."""
+
+
+@contextlib.contextmanager
+def placeholders_only() -> Iterator[None]:
+    """Within it, :func:`probe_spec` never reads real elements (it raises instead).
+
+    Used to check a function when its dataset is built, as tf.data does when it traces it,
+    without running the pipeline.
+    """
+    token = _PLACEHOLDERS_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _PLACEHOLDERS_ONLY.reset(token)
 
 
 def _placeholder_leaf(spec: TensorSpec, variant: int) -> Any:
@@ -78,7 +103,7 @@ def probe_spec(fn: Callable[[Any], Any], input_spec: Any,
             raise InvalidArgumentError("the function returns different structures for different inputs")
         return merge_specs(first, second)
     except Exception as exc:  # the function may not run on placeholders; fall back below
-        if fallback is None:
+        if fallback is None or _PLACEHOLDERS_ONLY.get():
             raise
         try:
             return unknown_dims(fallback())
@@ -100,7 +125,17 @@ def first_element_spec(dataset: Any) -> Any:
 
 
 def output_spec(fn: Callable[..., Any], what: str) -> Callable[[Any], Any]:
-    """Wraps a user function so it returns the spec of its normalised output."""
+    """Wraps a user function so it returns the spec of its normalised output.
+
+    A value that cannot be an element raises :class:`UnsupportedOutputError`; an exception
+    of the function itself passes through unchanged.
+    """
     def spec_of_output(element: Any) -> Any:
-        return _structure.spec_of(_structure.normalize(_structure.call(fn, element), what))
+        out = _structure.call(fn, element)
+        try:
+            return _structure.spec_of(_structure.normalize(out, what))
+        except TypeError as exc:
+            raise UnsupportedOutputError(
+                f"Unsupported return value from the function passed to {what}: {exc}"
+            ) from exc
     return spec_of_output

@@ -83,6 +83,18 @@ def _row_spec(spec: TensorSpec) -> TensorSpec:
     return TensorSpec(spec.shape[1:], spec.dtype)
 
 
+def _check_leading_dims(spec: Any) -> None:
+    """Components whose known first dimensions differ cannot be unbatched (tf.data checks it
+    when the dataset is built)."""
+    known = {s.shape[0] for s in nest.flatten(spec) if s.shape and s.shape[0] is not None}
+    if len(known) > 1:
+        raise InvalidArgumentError(
+            f"unbatch() needs every component of the element to have the same first dimension; "
+            f"the element_spec {spec} has first dimensions {sorted(known)}. Slice or pad the "
+            f"components to the same number of rows first."
+        )
+
+
 class UnbatchDataset(UnaryDataset):
     """``ds.unbatch()``."""
 
@@ -93,7 +105,9 @@ class UnbatchDataset(UnaryDataset):
         self._spec_cache = self._compute_element_spec()  # validates now, as tf.data does
 
     def _compute_element_spec(self) -> Any:
-        return nest.map_structure(_row_spec, self._input_dataset.element_spec)
+        spec = self._input_dataset.element_spec
+        _check_leading_dims(spec)
+        return nest.map_structure(_row_spec, spec)
 
     def _cardinality(self) -> int:
         n = self._input_dataset.cardinality()
