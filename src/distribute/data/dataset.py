@@ -50,6 +50,9 @@ class Dataset:
     _batch_size_passthrough = False
     #: True for file readers (their only input is a dataset of file names).
     _is_file_reader = False
+    #: True for nodes that run user Python code or do I/O while iterated (map, filter,
+    #: interleave, from_generator, readers, a file cache): a prefetch after them runs ahead.
+    _runs_python = False
 
     def __init__(self, name: Optional[str] = None) -> None:
         if name is not None and not isinstance(name, str):
@@ -95,6 +98,10 @@ class Dataset:
         if self._batch_size_passthrough and len(inputs) == 1:
             return inputs[0]._static_batch_size()
         return -1
+
+    def _upstream_runs_python(self) -> bool:
+        """True when this node or any node upstream runs user Python code or does I/O."""
+        return any(node._runs_python for node in self._walk())
 
     def _function_dataset_sample(self) -> Optional["Dataset"]:
         """For interleave/flat_map: the dataset the function builds for the first input."""
@@ -396,8 +403,12 @@ class Dataset:
         """
         return _ops.skip.SkipDataset(self, count, name=name)
 
-    def prefetch(self, buffer_size: int, name: Optional[str] = None) -> "Dataset":
-        """Prepares up to ``buffer_size`` elements ahead when that pays (see docs/data.md).
+    def prefetch(self, buffer_size: Optional[int] = None, name: Optional[str] = None) -> "Dataset":
+        """Prepares up to ``buffer_size`` elements ahead on a background thread.
+
+        With an explicit ``buffer_size`` the thread runs whenever the upstream runs Python
+        code or does I/O; ``AUTOTUNE`` (or None, the same) starts it only when it pays (see
+        docs/data.md).
 
         Example:
             >>> ds = Dataset.range(100).batch(10).prefetch(AUTOTUNE)

@@ -157,6 +157,7 @@ class CacheDataset(UnaryDataset):
         self.filename = os.fspath(filename)
         self._files = CacheFiles(self.filename) if self.filename else None
         super().__init__(input_dataset, name)
+        self._runs_python = bool(self.filename)  # reads and writes files
 
     def _reset_caches(self) -> None:
         super()._reset_caches()

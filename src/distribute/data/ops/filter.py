@@ -103,6 +103,7 @@ class FilterDataset(UnaryDataset):
 
     _op = "filter"
     _batch_size_passthrough = True
+    _runs_python = True
 
     def __init__(self, input_dataset: Dataset, predicate: Callable[..., Any],
                  name: Optional[str] = None) -> None:

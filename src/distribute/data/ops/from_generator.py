@@ -222,6 +222,7 @@ class GeneratorDataset(Dataset):
     """``Dataset.from_generator``; attributes ``generator``, ``args``."""
 
     _op = "from_generator"
+    _runs_python = True
 
     def __init__(self, generator: Callable[..., Any], output_types: Any = None, output_shapes: Any = None,
                  args: Any = None, output_signature: Any = None, name: Optional[str] = None) -> None:

@@ -87,6 +87,8 @@ class TorchDataset(Dataset):
             ) from None
         self.dataset = dataset
         super().__init__(name)
+        # a user __getitem__ is Python code (a TensorDataset is read by slicing)
+        self._runs_python = type(dataset) is not torch.utils.data.TensorDataset
 
     def _compute_element_spec(self) -> Any:
         if self._length == 0:

@@ -139,6 +139,7 @@ class InterleaveDataset(UnaryDataset):
     """
 
     _op = "interleave"
+    _runs_python = True
 
     def __init__(self, input_dataset: Dataset, map_func: Callable[..., Dataset],
                  cycle_length: Optional[int] = None, block_length: Optional[int] = None,

@@ -230,6 +230,7 @@ class MapDataset(UnaryDataset):
 
     _op = "map"
     _batch_size_passthrough = True
+    _runs_python = True
 
     def __init__(self, input_dataset: Dataset, map_func: Callable[..., Any],
                  num_parallel_calls: Optional[int] = None, deterministic: Optional[bool] = None,
