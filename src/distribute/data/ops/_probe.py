@@ -21,6 +21,7 @@ import torch
 from distribute._core import nest
 from distribute._core.tensor_spec import TensorSpec, string
 from distribute.data import _structure
+from distribute.data._specs import DatasetSpec, NoneTensorSpec
 from distribute.errors import InvalidArgumentError
 
 __all__ = [
@@ -49,7 +50,11 @@ def placeholders_only() -> Iterator[None]:
         _PLACEHOLDERS_ONLY.reset(token)
 
 
-def _placeholder_leaf(spec: TensorSpec, variant: int) -> Any:
+def _placeholder_leaf(spec: Any, variant: int) -> Any:
+    if isinstance(spec, NoneTensorSpec):
+        return None
+    if isinstance(spec, DatasetSpec):
+        raise TypeError("no placeholder for a dataset component: the first element is used")
     shape = spec.shape if spec.shape is not None else ()
     dims = [variant if d is None else d for d in shape]
     if spec.dtype is string:
@@ -69,7 +74,13 @@ def placeholder(spec: Any, variant: int) -> Any:
     return nest.map_structure(lambda s: _placeholder_leaf(s, variant), spec)
 
 
-def _merge_leaf(a: TensorSpec, b: TensorSpec) -> TensorSpec:
+def _merge_leaf(a: Any, b: Any) -> Any:
+    if not isinstance(a, TensorSpec) or not isinstance(b, TensorSpec):
+        if isinstance(a, DatasetSpec) and isinstance(b, DatasetSpec) and a.is_compatible_with(b):
+            return a.most_specific_compatible_type(b)
+        if a != b:
+            raise InvalidArgumentError(f"the function returns {a} for one input and {b} for another")
+        return a
     if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
         return TensorSpec(None, a.dtype)
     return TensorSpec(tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), a.dtype)
@@ -82,9 +93,12 @@ def merge_specs(a: Any, b: Any) -> Any:
 
 def unknown_dims(spec: Any) -> Any:
     """The same specs with every dimension unknown (rank kept)."""
-    return nest.map_structure(
-        lambda s: TensorSpec(None if s.shape is None else (None,) * len(s.shape), s.dtype), spec
-    )
+    def unknown(s: Any) -> Any:
+        if isinstance(s, NoneTensorSpec):
+            return s
+        shape = None if s.shape is None else (None,) * len(s.shape)
+        return DatasetSpec(s.element_spec, shape) if isinstance(s, DatasetSpec) else TensorSpec(shape, s.dtype)
+    return nest.map_structure(unknown, spec)
 
 
 def _run(fn: Callable[[Any], Any], input_spec: Any, variant: int) -> Any:

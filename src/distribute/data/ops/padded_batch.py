@@ -16,6 +16,7 @@ import torch
 from distribute._core import nest
 from distribute._core.tensor_spec import TensorSpec, string
 from distribute.data import _structure
+from distribute.data._specs import DatasetSpec, NoneTensorSpec
 from distribute.data._common import END, check_bool, check_positive
 from distribute.data.dataset import Dataset, UnaryDataset
 from distribute.data.iterator import IterContext, IteratorImpl, UnaryIteratorImpl
@@ -101,13 +102,20 @@ def _flat_shapes(padded_shapes: Any, spec: Any) -> List[Optional[tuple]]:
     specs = nest.flatten(spec)
     flat = [None] * len(specs) if padded_shapes is None else _flatten_along(padded_shapes, spec, "padded_shapes")
     for i, (p, s) in enumerate(zip(flat, specs)):
+        if isinstance(s, DatasetSpec):
+            raise InvalidArgumentError(
+                f"padded_batch cannot pad component {i}, a dataset (spec {s}); use batch() for "
+                f"elements that hold datasets."
+            )
+        if isinstance(s, NoneTensorSpec):
+            continue
         if p is None and s.shape is None:
             raise InvalidArgumentError(
                 f"`padded_shapes` must be given because component {i} of the elements has unknown "
                 f"rank (spec {s}); pass a padded shape for it, for example [None, None] for a "
                 f"matrix padded to the largest in each batch."
             )
-    return [_as_padded_shape(p, s) for p, s in zip(flat, specs)]
+    return [None if isinstance(s, NoneTensorSpec) else _as_padded_shape(p, s) for p, s in zip(flat, specs)]
 
 
 def _flat_values(padding_values: Any, spec: Any) -> List[Any]:
@@ -116,10 +124,13 @@ def _flat_values(padding_values: Any, spec: Any) -> List[Any]:
         flat = [padding_values] * len(specs)
     else:
         flat = _flatten_along(padding_values, spec, "padding_values", none_fills=True)
-    return [(b"" if s.dtype is string else 0) if v is None else v for v, s in zip(flat, specs)]
+    return [None if isinstance(s, NoneTensorSpec) else (b"" if s.dtype is string else 0) if v is None else v
+            for v, s in zip(flat, specs)]
 
 
 def _pad_component(leaves: Sequence[Any], target: Optional[tuple], value: Any, index: int) -> Any:
+    if leaves[0] is None:
+        return None
     shapes = [tuple(leaf.shape) if not isinstance(leaf, bytes) else () for leaf in leaves]
     ranks = {len(s) for s in shapes}
     if len(ranks) > 1:
@@ -203,7 +214,8 @@ class PaddedBatchDataset(UnaryDataset):
     def _compute_element_spec(self) -> Any:
         dim = self.batch_size if self.drop_remainder else None
         specs = nest.flatten(self._input_dataset.element_spec)
-        out = [TensorSpec(None if s is None else (dim,) + tuple(s), spec.dtype)
+        out = [spec if isinstance(spec, NoneTensorSpec) else
+               TensorSpec(None if s is None else (dim,) + tuple(s), spec.dtype)
                for s, spec in zip(self._flat_shapes, specs)]
         return nest.pack_sequence_as(self._input_dataset.element_spec, out)
 
