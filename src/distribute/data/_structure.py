@@ -56,10 +56,18 @@ def _is_string_list(value: Any) -> bool:
     return isinstance(value, (str, bytes))
 
 
-def _is_dataset(value: Any) -> bool:
-    from distribute.data.dataset import Dataset  # local: dataset.py imports this module
+_DATASET_TYPES: tuple = ()  # (Dataset,), registered by distribute.data.dataset
 
-    return isinstance(value, Dataset)
+
+def register_dataset_type(cls: type) -> None:
+    """Makes instances of ``cls`` dataset components (dataset.py imports this module, so it
+    registers its class instead of being imported here)."""
+    global _DATASET_TYPES
+    _DATASET_TYPES = (cls,)
+
+
+def _is_dataset(value: Any) -> bool:
+    return isinstance(value, _DATASET_TYPES)
 
 
 def is_dataset_array(value: Any) -> bool:

@@ -99,10 +99,6 @@ class Dataset:
             return inputs[0]._static_batch_size()
         return -1
 
-    def _upstream_runs_python(self) -> bool:
-        """True when this node or any node upstream runs user Python code or does I/O."""
-        return any(node._runs_python for node in self._walk())
-
     def _function_dataset_sample(self) -> Optional["Dataset"]:
         """For interleave/flat_map: the dataset the function builds for the first input."""
         return None
@@ -404,11 +400,8 @@ class Dataset:
         return _ops.skip.SkipDataset(self, count, name=name)
 
     def prefetch(self, buffer_size: Optional[int] = None, name: Optional[str] = None) -> "Dataset":
-        """Prepares up to ``buffer_size`` elements ahead on a background thread.
-
-        With an explicit ``buffer_size`` the thread runs whenever the upstream runs Python
-        code or does I/O; ``AUTOTUNE`` (or None, the same) starts it only when it pays (see
-        docs/data.md).
+        """Prepares up to ``buffer_size`` elements ahead on a background thread (AUTOTUNE or
+        None: only when that pays; see docs/data.md).
 
         Example:
             >>> ds = Dataset.range(100).batch(10).prefetch(AUTOTUNE)
@@ -512,5 +505,7 @@ class UnaryDataset(Dataset):
     def _cardinality(self) -> int:
         return self._input_dataset.cardinality()
 
+
+_structure.register_dataset_type(Dataset)
 
 from distribute.data import ops as _ops  # noqa: E402  (the ops subclass Dataset, defined above)

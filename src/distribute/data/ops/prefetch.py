@@ -1,7 +1,7 @@
 """Dataset.prefetch: prepares elements ahead of the consumer on a producer thread.
 
 With an explicit ``buffer_size`` over an upstream that runs user Python code or does I/O
-(``Dataset._upstream_runs_python``), the producer thread starts at the first ``next()`` and
+(a node with ``_runs_python`` upstream), the producer thread starts at the first ``next()`` and
 keeps up to ``buffer_size`` elements ready, as in tf.data: the upstream's functions run
 ahead of the consumer, which a program may observe (and wait for).
 
@@ -221,6 +221,7 @@ class PrefetchDataset(UnaryDataset):
 
     def _make_sequential_iterator(self, ctx: IterContext) -> IteratorImpl:
         source = self._input_dataset
-        run_ahead = self.buffer_size > 0 and source._upstream_runs_python()
+        # tf.data's semantics are observable only where upstream runs Python code or does I/O
+        run_ahead = self.buffer_size > 0 and any(node._runs_python for node in source._walk())
         return PrefetchIterator(source._make_iterator(ctx), lambda: source.element_spec, self.buffer_size,
                                 run_ahead)
