@@ -26,6 +26,7 @@ See docs/data.md for the guide and the differences from tf.data.
 
 from distribute.data import experimental
 from distribute.data._common import AUTOTUNE, INFINITE_CARDINALITY, SHARD_HINT, UNKNOWN_CARDINALITY
+from distribute.data._specs import DatasetSpec, NoneTensorSpec
 from distribute.data.dataset import Dataset
 from distribute.data.iterator import Iterator
 from distribute.data.optional import Optional
@@ -36,9 +37,11 @@ __all__ = [
     "AUTOTUNE",
     "AutoShardPolicy",
     "Dataset",
+    "DatasetSpec",
     "DistributeOptions",
     "INFINITE_CARDINALITY",
     "Iterator",
+    "NoneTensorSpec",
     "OptimizationOptions",
     "Optional",
     "Options",

@@ -21,6 +21,7 @@ __all__ = [
     "check_int",
     "check_positive",
     "check_positive_or_autotune",
+    "user_stop_error",
 ]
 
 AUTOTUNE = -1
@@ -103,3 +104,17 @@ def check_callable(name: str, value: Any) -> Any:
             f"{name}={value!r} of type {type(value).__name__}."
         )
     return value
+
+
+def user_stop_error(exc: StopIteration, what: str) -> InvalidArgumentError:
+    """The error for a ``StopIteration`` that escaped user code (raise it ``from exc``).
+
+    A ``StopIteration`` from a map function, predicate, generator call or the like is a bug in
+    that code, not the end of the data: passed through, it would end the consumer's ``for``
+    loop silently and lose the remaining elements. tf.data raises InvalidArgumentError.
+    """
+    return InvalidArgumentError(
+        f"The {what} raised StopIteration ({exc!r}). A function in the input pipeline must not "
+        f"raise StopIteration: it would look like the end of the data and silently drop the "
+        f"remaining elements. Raise another exception, or end the data with take() or filter()."
+    )

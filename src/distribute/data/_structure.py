@@ -1,5 +1,9 @@
 """Elements: nested structures of tensors, and the helpers that convert, batch and save them.
 
+Two more leaf kinds exist, as in tf.data: ``None`` (spec ``NoneTensorSpec``), which
+batches to None and unbatches to None rows, and a ``Dataset`` (spec ``DatasetSpec``),
+which batches to a numpy array of ``Dataset`` objects (``dtype=object``, like strings).
+
 An element is a leaf or a tuple, namedtuple or dict of elements. A leaf is a ``torch.Tensor``,
 or, for strings (torch has no string tensors), ``bytes`` for a scalar and a numpy array of
 ``bytes`` (``dtype=object``) for a string tensor. Values given by users are normalised here:
@@ -18,6 +22,7 @@ import torch
 
 from distribute._base import nest
 from distribute._base.tensor_spec import TensorSpec, string
+from distribute.data._specs import DatasetSpec, NoneTensorSpec
 from distribute.errors import InvalidArgumentError
 
 __all__ = [
@@ -51,7 +56,37 @@ def _is_string_list(value: Any) -> bool:
     return isinstance(value, (str, bytes))
 
 
+_DATASET_TYPES: tuple = ()  # (Dataset,), registered by distribute.data.dataset
+
+
+def register_dataset_type(cls: type) -> None:
+    """Makes instances of ``cls`` dataset components (dataset.py imports this module, so it
+    registers its class instead of being imported here)."""
+    global _DATASET_TYPES
+    _DATASET_TYPES = (cls,)
+
+
+def _is_dataset(value: Any) -> bool:
+    return isinstance(value, _DATASET_TYPES)
+
+
+def is_dataset_array(value: Any) -> bool:
+    """True for a numpy array of Dataset objects (a batch of dataset components)."""
+    return (isinstance(value, np.ndarray) and value.dtype == object and value.size > 0
+            and _is_dataset(value.flat[0]))
+
+
+def dataset_array(datasets: Sequence[Any]) -> np.ndarray:
+    """A 1-D numpy array of Dataset objects (numpy must not iterate them)."""
+    out = np.empty(len(datasets), dtype=object)
+    for i, ds in enumerate(datasets):
+        out[i] = ds
+    return out
+
+
 def _convert_list(value: list, what: str) -> Any:
+    if value and all(_is_dataset(v) for v in value):
+        return dataset_array(value)
     if _is_string_list(value):
         return _strings_array(value)
     if value and all(isinstance(v, torch.Tensor) for v in value):
@@ -94,17 +129,14 @@ def convert_leaf(value: Any, what: str = "an element") -> Any:
         return _convert_numpy(np.asarray(value))
     if isinstance(value, list):
         return _convert_list(value, what)
-    if value is None:
-        raise TypeError(
-            f"None cannot be a component of {what}: every leaf must be a tensor, a number, a "
-            f"numpy array or a string. Leave the component out or use an empty tensor."
-        )
+    if value is None or _is_dataset(value):
+        return value
     try:
         return torch.as_tensor(value)
     except (TypeError, ValueError, RuntimeError) as exc:
         raise TypeError(
             f"Could not convert {value!r:.200} (type {type(value).__name__}) in {what} to a "
-            f"tensor. Leaves must be tensors, numpy arrays, numbers or strings."
+            f"tensor. Leaves must be tensors, numpy arrays, numbers, strings, datasets or None."
         ) from exc
 
 
@@ -130,6 +162,12 @@ def leaf_spec(leaf: Any) -> TensorSpec:
     """The fully known spec of one leaf."""
     if isinstance(leaf, torch.Tensor):
         return TensorSpec(tuple(leaf.shape), leaf.dtype)
+    if leaf is None:
+        return NoneTensorSpec()
+    if _is_dataset(leaf):
+        return DatasetSpec(leaf.element_spec)
+    if is_dataset_array(leaf):
+        return DatasetSpec(leaf.flat[0].element_spec, leaf.shape)
     return TensorSpec.from_tensor(leaf)
 
 
@@ -148,6 +186,10 @@ def call(fn: Callable[..., Any], element: Any) -> Any:
 def _leaf_signature(leaf: Any) -> Any:
     if isinstance(leaf, torch.Tensor):
         return leaf.dtype
+    if leaf is None:
+        return "none"
+    if _is_dataset(leaf) or is_dataset_array(leaf):
+        return "dataset"
     return string
 
 
@@ -212,6 +254,10 @@ def _stack_error(leaves: Sequence[Any], index: int, exc: Exception) -> InvalidAr
 def stack_leaves(leaves: Sequence[Any], index: int = 0) -> Any:
     """Stacks the same component of several elements along a new first dimension."""
     first = leaves[0]
+    if first is None:
+        return None
+    if _is_dataset(first):
+        return dataset_array(leaves)
     if isinstance(first, torch.Tensor):
         try:
             return torch.stack(leaves)
@@ -236,15 +282,19 @@ def batch_elements(elements: Sequence[Any], structure: Structure) -> Any:
 
 
 def num_rows(element: Any) -> int:
-    """The size of the first dimension of the first leaf of a batched element."""
-    leaf = element if not nest.is_nested(element) else nest.flatten(element)[0]
-    return len(leaf)
+    """The size of the first dimension of the first non-None leaf of a batched element."""
+    leaves = [element] if not nest.is_nested(element) else nest.flatten(element)
+    for leaf in leaves:
+        if leaf is not None:
+            return len(leaf)
+    raise InvalidArgumentError("A batch whose components are all None has no number of rows.")
 
 
 def _map_leaves(fn: Callable[[Any], Any], element: Any) -> Any:
+    """``fn`` on every leaf except None leaves, which stay None."""
     if not nest.is_nested(element):
-        return fn(element)
-    return nest.map_structure(fn, element)
+        return None if element is None else fn(element)
+    return nest.map_structure(lambda leaf: None if leaf is None else fn(leaf), element)
 
 
 def slice_rows(element: Any, start: int, stop: int) -> Any:
@@ -276,7 +326,9 @@ def concat_rows(parts: Sequence[Any]) -> Any:
     out = []
     for column in columns:
         column = list(column)
-        if isinstance(column[0], torch.Tensor):
+        if column[0] is None:
+            out.append(None)
+        elif isinstance(column[0], torch.Tensor):
             out.append(torch.cat(column))
         else:
             out.append(np.concatenate(column))
@@ -291,16 +343,28 @@ def _unstack_leaf(leaf: Any) -> List[Any]:
                 f"first dimension. Received a tensor of dtype {leaf.dtype}."
             )
         return list(leaf.unbind(0))
-    if isinstance(leaf, bytes) or leaf.ndim == 0:
-        raise InvalidArgumentError("Cannot unbatch a scalar string component: it has no rows.")
+    if isinstance(leaf, bytes) or _is_dataset(leaf) or leaf.ndim == 0:
+        raise InvalidArgumentError(
+            f"Cannot unbatch a scalar {'dataset' if _is_dataset(leaf) else 'string'} component: "
+            f"it has no rows."
+        )
     return list(leaf)
 
 
 def unstack(element: Any, structure: Structure) -> List[Any]:
     """Splits a batched element into its rows (views)."""
     if structure.kind == "leaf":
+        if element is None:
+            raise InvalidArgumentError("Cannot unbatch an element that is None: it has no rows.")
         return _unstack_leaf(element)
-    columns = [_unstack_leaf(leaf) for leaf in structure.flatten(element)]
+    leaves = structure.flatten(element)
+    columns = [None if leaf is None else _unstack_leaf(leaf) for leaf in leaves]
+    known = [c for c in columns if c is not None]
+    if not known:
+        raise InvalidArgumentError(
+            "Cannot unbatch an element whose components are all None: it has no rows."
+        )
+    columns = [[None] * len(known[0]) if c is None else c for c in columns]
     sizes = {len(c) for c in columns}
     if len(sizes) > 1:
         raise InvalidArgumentError(
@@ -313,6 +377,14 @@ def unstack(element: Any, structure: Structure) -> List[Any]:
 def _encode_leaf(leaf: Any) -> Any:
     if isinstance(leaf, torch.Tensor):
         return leaf.detach().clone()
+    if leaf is None:
+        return {"none": True}
+    if _is_dataset(leaf) or is_dataset_array(leaf):
+        raise InvalidArgumentError(
+            "The iterator's state would have to hold an element that is a Dataset, which is "
+            "not plain data, so it cannot be saved. Save the state where no dataset element "
+            "is buffered, or build the inner datasets inside a map/flat_map function."
+        )
     if isinstance(leaf, bytes):
         return {"bytes": leaf.decode("latin-1")}
     return {"strings": [b.decode("latin-1") for b in leaf.reshape(-1)], "shape": list(leaf.shape)}
@@ -321,6 +393,8 @@ def _encode_leaf(leaf: Any) -> Any:
 def _decode_leaf(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value
+    if "none" in value:
+        return None
     if "bytes" in value:
         return value["bytes"].encode("latin-1")
     return _strings_array([s.encode("latin-1") for s in value["strings"]]).reshape(value["shape"])

@@ -25,7 +25,7 @@ import torch
 
 from distribute._base import nest
 from distribute.data import _structure
-from distribute.data._common import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
+from distribute.data._common import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, user_stop_error
 from distribute.data.iterator import IterContext, Iterator, IteratorImpl, mix
 from distribute.data.options import Options
 from distribute.errors import InvalidArgumentError
@@ -50,6 +50,9 @@ class Dataset:
     _batch_size_passthrough = False
     #: True for file readers (their only input is a dataset of file names).
     _is_file_reader = False
+    #: True for nodes that run user Python code or do I/O while iterated (map, filter,
+    #: interleave, from_generator, readers, a file cache): a prefetch after them runs ahead.
+    _runs_python = False
 
     def __init__(self, name: Optional[str] = None) -> None:
         if name is not None and not isinstance(name, str):
@@ -199,7 +202,11 @@ class Dataset:
         """
         state = _structure.normalize(initial_state, "reduce's initial_state")
         for element in self:
-            state = _structure.normalize(reduce_func(state, element), "reduce_func's result")
+            try:
+                result = reduce_func(state, element)
+            except StopIteration as exc:
+                raise user_stop_error(exc, "reduce_func") from exc
+            state = _structure.normalize(result, "reduce_func's result")
         return state
 
     # ----------------------------------------------------------------- sources
@@ -392,8 +399,9 @@ class Dataset:
         """
         return _ops.skip.SkipDataset(self, count, name=name)
 
-    def prefetch(self, buffer_size: int, name: Optional[str] = None) -> "Dataset":
-        """Prepares up to ``buffer_size`` elements ahead when that pays (see docs/data.md).
+    def prefetch(self, buffer_size: Optional[int] = None, name: Optional[str] = None) -> "Dataset":
+        """Prepares up to ``buffer_size`` elements ahead on a background thread (AUTOTUNE or
+        None: only when that pays; see docs/data.md).
 
         Example:
             >>> ds = Dataset.range(100).batch(10).prefetch(AUTOTUNE)
@@ -497,5 +505,7 @@ class UnaryDataset(Dataset):
     def _cardinality(self) -> int:
         return self._input_dataset.cardinality()
 
+
+_structure.register_dataset_type(Dataset)
 
 from distribute.data import ops as _ops  # noqa: E402  (the ops subclass Dataset, defined above)

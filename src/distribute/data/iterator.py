@@ -18,11 +18,12 @@ iterator recomputes exactly the random choices the original would have made.
 from __future__ import annotations
 
 import random
+import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, List, Optional as Opt
 
 from distribute.data import _structure
-from distribute.data._common import END
+from distribute.data._common import END, user_stop_error
 from distribute.data.optional import Optional
 from distribute.errors import InvalidArgumentError, OutOfRangeError
 
@@ -69,6 +70,9 @@ class IteratorImpl:
 
     op = "iterator"
     fast_rows = False
+    #: True when ``next()`` may be called from several threads at once without a lock (each
+    #: element returned exactly once); the top-level Iterator then skips its own lock.
+    thread_safe = False
 
     def next(self) -> Any:
         """The next element, or :data:`END`."""
@@ -158,7 +162,8 @@ class Iterator:
 
     ``next()`` raises ``StopIteration`` at the end; :meth:`get_next` raises
     :class:`~distribute.errors.OutOfRangeError`. Background threads (prefetch, parallel map)
-    stop when the iterator is closed or garbage-collected. An iterator is not thread-safe.
+    stop when the iterator is closed or garbage-collected. An iterator may be shared between
+    threads: each element goes to exactly one ``next()`` call.
 
     ``Iterator(dataset, seed=s)`` fixes the seed of the shuffles that have none of their own
     (distributed input gives every worker the same one); ``iter(dataset)`` draws it at random.
@@ -182,6 +187,8 @@ class Iterator:
         self._options = dataset.options()
         self._impl: Opt[IteratorImpl] = None
         self._finalizer: Opt[weakref.finalize] = None
+        self._lock = threading.RLock()  # serialises next() unless the pipeline is thread-safe
+        self._guarded = True
         self._build(random.getrandbits(63) if seed is None else mix(seed), dataset._next_iteration_salt())
 
     def _build(self, seed: int, salt: int) -> None:
@@ -189,8 +196,17 @@ class Iterator:
         self._seed, self._salt = seed, salt
         impl = self._dataset._make_iterator(IterContext(self._options, seed, salt))
         self._impl = impl
+        self._guarded = not impl.thread_safe
         self._next = impl.next
         self._finalizer = weakref.finalize(self, impl.close)
+
+    def _pull(self) -> Any:
+        """The next element or END, under the lock (one caller at a time)."""
+        with self._lock:
+            try:
+                return self._next()
+            except StopIteration as exc:  # from user code: never the end of the data
+                raise user_stop_error(exc, "input pipeline (a user function)") from exc
 
     @property
     def element_spec(self) -> Any:
@@ -201,7 +217,21 @@ class Iterator:
         return self
 
     def __next__(self) -> Any:
-        element = self._next()
+        if self._guarded:
+            # acquire/release rather than ``with``: half the cost on this per-element path
+            lock = self._lock
+            lock.acquire()
+            try:
+                element = self._next()
+            except StopIteration as exc:  # from user code: never the end of the data
+                raise user_stop_error(exc, "input pipeline (a user function)") from exc
+            finally:
+                lock.release()
+        else:
+            try:
+                element = self._next()
+            except StopIteration as exc:
+                raise user_stop_error(exc, "input pipeline (a user function)") from exc
         if element is END:
             self._next = _always_end
             raise StopIteration
@@ -209,7 +239,7 @@ class Iterator:
 
     def get_next(self) -> Any:
         """The next element; raises :class:`~distribute.errors.OutOfRangeError` at the end."""
-        element = self._next()
+        element = self._pull()
         if element is END:
             self._next = _always_end
             raise OutOfRangeError("End of sequence")
@@ -217,7 +247,7 @@ class Iterator:
 
     def get_next_as_optional(self) -> Optional:
         """The next element wrapped in an :class:`Optional`, empty at the end."""
-        element = self._next()
+        element = self._pull()
         if element is END:
             self._next = _always_end
             return Optional.empty(self._dataset.element_spec)
@@ -229,13 +259,14 @@ class Iterator:
         Elements already read ahead (a prefetch buffer, a shuffle buffer, parallel map
         results) are part of the state, so nothing is lost or repeated on restore.
         """
-        if self._impl is None:
-            raise InvalidArgumentError("The iterator is closed; its state cannot be saved.")
-        exhausted = self._next is _always_end
-        return {
-            "format": STATE_FORMAT, "seed": self._seed, "salt": self._salt,
-            "exhausted": exhausted, "pipeline": self._impl.get_state(),
-        }
+        with self._lock:
+            if self._impl is None:
+                raise InvalidArgumentError("The iterator is closed; its state cannot be saved.")
+            exhausted = self._next is _always_end
+            return {
+                "format": STATE_FORMAT, "seed": self._seed, "salt": self._salt,
+                "exhausted": exhausted, "pipeline": self._impl.get_state(),
+            }
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Continues from a position saved by :meth:`state_dict` of the same pipeline."""
@@ -245,18 +276,20 @@ class Iterator:
                 f"{STATE_FORMAT!r}); received {type(state).__name__} with format "
                 f"{state.get('format') if isinstance(state, dict) else None!r}."
             )
-        self._build(int(state["seed"]), int(state["salt"]))
-        self._impl.set_state(state["pipeline"])
-        if state.get("exhausted"):
-            self._next = _always_end
+        with self._lock:
+            self._build(int(state["seed"]), int(state["salt"]))
+            self._impl.set_state(state["pipeline"])
+            if state.get("exhausted"):
+                self._next = _always_end
 
     def close(self) -> None:
         """Stops background threads and releases files; later calls to next() end."""
-        if self._finalizer is not None:
-            self._finalizer()
-            self._finalizer = None
-        self._impl = None
-        self._next = _always_end
+        with self._lock:
+            if self._finalizer is not None:
+                self._finalizer()
+                self._finalizer = None
+            self._impl = None
+            self._next = _always_end
 
     def __enter__(self) -> "Iterator":
         return self

@@ -4,7 +4,9 @@
 ``{filename}.chunk-NNNNN`` holds up to :data:`CHUNK_ELEMENTS` elements saved with
 ``torch.save`` as plain data and tensors (loaded with ``weights_only=True``). A writer first
 writes ``{filename}.tmp-TOKEN.chunk-NNNNN`` files and renames them when its iteration reached
-the end, so an interrupted iteration never leaves a cache that looks complete.
+the end, so an interrupted iteration never leaves a cache that looks complete. While a writer
+is active it holds ``{filename}.lockfile`` (created exclusively): a second writer of the same
+``filename``, in this process or another, raises AlreadyExistsError, as in tf.data.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, List
 import torch
 
 from distribute.data import _structure
-from distribute.errors import DataLossError, NotFoundError
+from distribute.errors import AlreadyExistsError, DataLossError, NotFoundError
 
 __all__ = ["CHUNK_ELEMENTS", "CacheFiles"]
 
@@ -31,6 +33,7 @@ class CacheFiles:
     def __init__(self, filename: str) -> None:
         self.filename = filename
         self.index_path = filename + ".index"
+        self.lock_path = filename + ".lockfile"
 
     def chunk_path(self, i: int, token: str = "") -> str:
         """The path of chunk ``i`` (of a writer's temporary set when ``token`` is given)."""
@@ -75,9 +78,30 @@ class CacheFiles:
             raise DataLossError(f"The cache chunk {path!r} is corrupt or unreadable: {exc}.") from exc
 
     def new_writer(self) -> "CacheWriter":
-        """A writer of a new cache (temporary until :meth:`CacheWriter.commit`)."""
+        """A writer of a new cache (temporary until :meth:`CacheWriter.commit`); it holds the
+        lock file until it commits or discards."""
         self.check_writable()
+        self._lock()
         return CacheWriter(self)
+
+    def _lock(self) -> None:
+        try:
+            fd = os.open(self.lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            raise AlreadyExistsError(
+                f"Another iterator is writing the cache {self.filename!r}: its lock file "
+                f"{self.lock_path!r} exists. Let that iteration finish (or close it) before "
+                f"iterating again; if no other program uses this cache, delete the lock file."
+            ) from None
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{os.getpid()}\n")
+
+    def unlock(self) -> None:
+        """Removes the lock file of this writer."""
+        try:
+            os.remove(self.lock_path)
+        except FileNotFoundError:
+            pass
 
 
 class CacheWriter:
@@ -115,12 +139,14 @@ class CacheWriter:
         with open(tmp_index, "w") as f:
             json.dump({"format": FORMAT, "count": self._count, "chunks": self._chunks}, f)
         os.replace(tmp_index, self._files.index_path)
+        self._files.unlock()
 
     def discard(self) -> None:
-        """Removes the temporary chunks."""
+        """Removes the temporary chunks and the lock file."""
         for i in range(self._chunks):
             try:
                 os.remove(self._files.chunk_path(i, self._token))
             except FileNotFoundError:
                 pass
         self._chunks, self._buffer = 0, []
+        self._files.unlock()

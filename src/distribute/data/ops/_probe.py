@@ -10,8 +10,10 @@ dimension unknown. Python side effects of the function may therefore run once or
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import warnings
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 import torch
@@ -19,12 +21,40 @@ import torch
 from distribute._base import nest
 from distribute._base.tensor_spec import TensorSpec, string
 from distribute.data import _structure
+from distribute.data._specs import DatasetSpec, NoneTensorSpec
 from distribute.errors import InvalidArgumentError
 
-__all__ = ["merge_specs", "placeholder", "probe_spec", "unknown_dims"]
+__all__ = [
+    "UnsupportedOutputError", "merge_specs", "placeholder", "placeholders_only", "probe_spec",
+    "unknown_dims",
+]
+
+_PLACEHOLDERS_ONLY = contextvars.ContextVar("distribute.data.placeholders_only", default=False)
 
 
-def _placeholder_leaf(spec: TensorSpec, variant: int) -> Any:
+class UnsupportedOutputError(TypeError):
+    """A user function returned a value that cannot be an element (a class, an object)."""
+
+
+@contextlib.contextmanager
+def placeholders_only() -> Iterator[None]:
+    """Within it, :func:`probe_spec` never reads real elements (it raises instead).
+
+    Used to check a function when its dataset is built, as tf.data does when it traces it,
+    without running the pipeline.
+    """
+    token = _PLACEHOLDERS_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _PLACEHOLDERS_ONLY.reset(token)
+
+
+def _placeholder_leaf(spec: Any, variant: int) -> Any:
+    if isinstance(spec, NoneTensorSpec):
+        return None
+    if isinstance(spec, DatasetSpec):
+        raise TypeError("no placeholder for a dataset component: the first element is used")
     shape = spec.shape if spec.shape is not None else ()
     dims = [variant if d is None else d for d in shape]
     if spec.dtype is string:
@@ -44,7 +74,13 @@ def placeholder(spec: Any, variant: int) -> Any:
     return nest.map_structure(lambda s: _placeholder_leaf(s, variant), spec)
 
 
-def _merge_leaf(a: TensorSpec, b: TensorSpec) -> TensorSpec:
+def _merge_leaf(a: Any, b: Any) -> Any:
+    if not isinstance(a, TensorSpec) or not isinstance(b, TensorSpec):
+        if isinstance(a, DatasetSpec) and isinstance(b, DatasetSpec) and a.is_compatible_with(b):
+            return a.most_specific_compatible_type(b)
+        if a != b:
+            raise InvalidArgumentError(f"the function returns {a} for one input and {b} for another")
+        return a
     if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
         return TensorSpec(None, a.dtype)
     return TensorSpec(tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), a.dtype)
@@ -57,9 +93,12 @@ def merge_specs(a: Any, b: Any) -> Any:
 
 def unknown_dims(spec: Any) -> Any:
     """The same specs with every dimension unknown (rank kept)."""
-    return nest.map_structure(
-        lambda s: TensorSpec(None if s.shape is None else (None,) * len(s.shape), s.dtype), spec
-    )
+    def unknown(s: Any) -> Any:
+        if isinstance(s, NoneTensorSpec):
+            return s
+        shape = None if s.shape is None else (None,) * len(s.shape)
+        return DatasetSpec(s.element_spec, shape) if isinstance(s, DatasetSpec) else TensorSpec(shape, s.dtype)
+    return nest.map_structure(unknown, spec)
 
 
 def _run(fn: Callable[[Any], Any], input_spec: Any, variant: int) -> Any:
@@ -78,7 +117,7 @@ def probe_spec(fn: Callable[[Any], Any], input_spec: Any,
             raise InvalidArgumentError("the function returns different structures for different inputs")
         return merge_specs(first, second)
     except Exception as exc:  # the function may not run on placeholders; fall back below
-        if fallback is None:
+        if fallback is None or _PLACEHOLDERS_ONLY.get():
             raise
         try:
             return unknown_dims(fallback())
@@ -100,7 +139,17 @@ def first_element_spec(dataset: Any) -> Any:
 
 
 def output_spec(fn: Callable[..., Any], what: str) -> Callable[[Any], Any]:
-    """Wraps a user function so it returns the spec of its normalised output."""
+    """Wraps a user function so it returns the spec of its normalised output.
+
+    A value that cannot be an element raises :class:`UnsupportedOutputError`; an exception
+    of the function itself passes through unchanged.
+    """
     def spec_of_output(element: Any) -> Any:
-        return _structure.spec_of(_structure.normalize(_structure.call(fn, element), what))
+        out = _structure.call(fn, element)
+        try:
+            return _structure.spec_of(_structure.normalize(out, what))
+        except TypeError as exc:
+            raise UnsupportedOutputError(
+                f"Unsupported return value from the function passed to {what}: {exc}"
+            ) from exc
     return spec_of_output

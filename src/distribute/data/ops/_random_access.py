@@ -10,6 +10,7 @@ its buffer and gathers the rows with one ``index_select`` per batch.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Dict, List, Optional
 
 import torch
@@ -45,61 +46,91 @@ class RandomAccess:
 
 
 class RandomAccessIterator(IteratorImpl):
-    """Iterates a RandomAccess by position; its state is the position."""
+    """Iterates a RandomAccess by position; its state is the position.
+
+    Safe to share between threads without the top-level iterator's lock: elements are
+    unstacked a chunk at a time into a list and handed out by ``list.pop()``, which is atomic,
+    so each element goes to exactly one caller; refilling the chunk and the bulk calls take
+    ``_lock``. The position is derived (chunk start + elements popped), never counted per
+    element, which is also what keeps the per-element path cheap.
+    """
 
     fast_rows = True
+    thread_safe = True
 
     def __init__(self, op: str, ra: RandomAccess) -> None:
         self.op = op
         self._ra = ra
         self._length = ra.length
-        self._pos = 0
-        self._chunk: List[Any] = []
+        self._start = 0  # position of the current chunk's first element
+        self._size = 0  # number of elements in the current chunk
+        self._chunk: List[Any] = []  # its elements not yet returned, last one first
+        self._lock = threading.Lock()
+
+    def _position(self) -> int:
+        return self._start + self._size - len(self._chunk)
 
     def _refill(self) -> bool:
-        stop = self._pos + _CHUNK
+        """Unstacks the next chunk (the current one is empty); False at the end."""
+        position = self._start + self._size
+        stop = position + _CHUNK
         if self._length is not None:
             stop = min(stop, self._length)
-        if stop <= self._pos:
+        if stop <= position:
             return False
-        chunk = self._ra.elements(self._pos, stop)
+        chunk = self._ra.elements(position, stop)
         chunk.reverse()
+        self._start, self._size = position, len(chunk)
         self._chunk = chunk
         return True
 
     def next(self) -> Any:
-        chunk = self._chunk
-        if not chunk and not self._refill():
-            return END
-        self._pos += 1
-        return self._chunk.pop()
+        try:
+            return self._chunk.pop()
+        except IndexError:
+            return self._next_refilling()
+
+    def _next_refilling(self) -> Any:
+        with self._lock:
+            while True:
+                try:
+                    return self._chunk.pop()
+                except IndexError:
+                    if not self._refill():
+                        return END
 
     def next_list(self, n: int) -> List[Any]:
-        if not self._chunk and not self._refill():
-            return []
-        count = min(n, len(self._chunk))
-        out = self._chunk[len(self._chunk) - count:]
-        del self._chunk[len(self._chunk) - count:]
-        out.reverse()
-        self._pos += count
-        return out
+        with self._lock:
+            if not self._chunk and not self._refill():
+                return []
+            return self._take(n)
 
     def next_rows(self, n: int) -> Any:
-        if self._chunk:
-            n = min(n, len(self._chunk))
-            elements = [self._chunk.pop() for _ in range(n)]
-            self._pos += n
-            return _structure.batch_elements(elements, _structure.Structure(elements[0]))
-        stop = self._pos + n if self._length is None else min(self._pos + n, self._length)
-        if stop <= self._pos:
-            return END
-        rows = self._ra.rows(self._pos, stop)
-        self._pos = stop
+        with self._lock:
+            if self._chunk:
+                elements = self._take(n)
+                return _structure.batch_elements(elements, _structure.Structure(elements[0]))
+            position = self._start + self._size
+            stop = position + n if self._length is None else min(position + n, self._length)
+            if stop <= position:
+                return END
+            rows = self._ra.rows(position, stop)
+            self._start, self._size = stop, 0
         return _structure.clone_rows(rows) if self._ra.returns_views else rows
 
+    def _take(self, n: int) -> List[Any]:
+        """Up to ``n`` elements of the current chunk (the caller holds ``_lock``)."""
+        chunk = self._chunk
+        count = min(n, len(chunk))
+        out = chunk[len(chunk) - count:]
+        del chunk[len(chunk) - count:]
+        out.reverse()
+        return out
+
     def _state(self) -> Dict[str, Any]:
-        return {"position": self._pos}
+        with self._lock:
+            return {"position": self._position()}
 
     def _restore(self, state: Dict[str, Any]) -> None:
-        self._pos = int(state["position"])
-        self._chunk = []
+        with self._lock:
+            self._start, self._size, self._chunk = int(state["position"]), 0, []

@@ -76,6 +76,8 @@ class Vectorizer:
         pristine = _structure.clone_rows(rows) if not self._checked else rows
         try:
             out = self._vmap(rows)
+            if not self._checked and not _all_tensors(out):
+                raise TypeError("the function returns components that are not tensors")
             if not self._checked and not self._matches(out, pristine):
                 raise RuntimeError("vectorized and per-element results differ")
         except Exception:  # noqa: BLE001  anything vmap cannot do means: map per element

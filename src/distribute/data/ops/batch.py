@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from distribute._base import nest
-from distribute._base.tensor_spec import TensorSpec
+from distribute.data._specs import add_batch_dim
 from distribute.data import _structure
 from distribute.data._common import END, check_bool, check_positive, check_positive_or_autotune
 from distribute.data.dataset import Dataset, UnaryDataset
@@ -24,10 +24,7 @@ __all__ = ["BatchDataset", "batched_spec", "batched_cardinality"]
 def batched_spec(spec: Any, batch_size: int, drop_remainder: bool) -> Any:
     """The element_spec of batches of elements described by ``spec``."""
     dim = batch_size if drop_remainder else None
-
-    def add_dim(leaf: TensorSpec) -> TensorSpec:
-        return TensorSpec(None if leaf.shape is None else (dim,) + leaf.shape, leaf.dtype)
-    return nest.map_structure(add_dim, spec)
+    return nest.map_structure(lambda leaf: add_batch_dim(leaf, dim), spec)
 
 
 def batched_cardinality(n: int, batch_size: int, drop_remainder: bool) -> int:

@@ -35,11 +35,17 @@ class _WriteIterator(IteratorImpl):
         self._dataset, self._ctx = dataset, ctx
         self._input = dataset._input_dataset._make_iterator(ctx)
         self._recorded: Optional[List[Any]] = [] if not dataset.filename else None
-        self._writer = dataset._files.new_writer() if dataset.filename else None
+        self._writer: Optional[Any] = None  # made at the first element (it takes the lock file)
         self._count = 0
         self._open = True  # False once published or abandoned
+        self._published_memory = False  # published by this iterator before its input ended
+        # a memory cache is complete once it holds as many elements as the input has (tf.data)
+        known = dataset._input_dataset.cardinality() if not dataset.filename else -1
+        self._complete_at = known if known >= 0 else None
 
     def next(self) -> Any:
+        if self._open and self._writer is None and self._dataset.filename:
+            self._writer = self._dataset._files.new_writer()  # before any input is consumed
         value = self._input.next()
         if not self._open:
             return value
@@ -51,22 +57,32 @@ class _WriteIterator(IteratorImpl):
 
     def _record(self, value: Any) -> None:
         self._count += 1
-        if self._writer is not None:
+        if self._dataset.filename:
+            if self._writer is None:
+                self._writer = self._dataset._files.new_writer()
             self._writer.add(value)
         else:
             self._recorded.append(value)
+            if self._count == self._complete_at:
+                self._publish()
 
     def _publish(self) -> None:
         self._open = False
-        if self._writer is not None:
+        if self._dataset.filename:
+            if self._writer is None:  # an empty input: an empty cache
+                self._writer = self._dataset._files.new_writer()
             self._writer.commit()
             self._writer = None
-        elif self._dataset._memory is None:
+            return
+        self._published_memory = True
+        if self._dataset._memory is None:
             self._dataset._memory = self._recorded
             self._dataset._memory_source = (self._ctx.seed, self._ctx.salt)
 
     def _state(self) -> Dict[str, Any]:
-        return {"mode": "write", "recording": self._open, "recorded": self._count,
+        # a memory cache published here is rebuilt by the same replay in a new process
+        recording = self._open or self._published_memory
+        return {"mode": "write", "recording": recording, "recorded": self._count,
                 "input": self._input.get_state()}
 
     def _restore(self, state: Dict[str, Any]) -> None:
@@ -157,6 +173,7 @@ class CacheDataset(UnaryDataset):
         self.filename = os.fspath(filename)
         self._files = CacheFiles(self.filename) if self.filename else None
         super().__init__(input_dataset, name)
+        self._runs_python = bool(self.filename)  # reads and writes files
 
     def _reset_caches(self) -> None:
         super()._reset_caches()

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from distribute.data import _structure
-from distribute.data._common import END, UNKNOWN_CARDINALITY, check_callable
+from distribute.data._common import END, UNKNOWN_CARDINALITY, check_callable, user_stop_error
 from distribute.data.dataset import Dataset, UnaryDataset
 from distribute.data.iterator import IterContext, IteratorImpl, UnaryIteratorImpl
 from distribute.data.ops._vectorize import Vectorizer
@@ -61,7 +61,10 @@ class _FilterIterator(UnaryIteratorImpl):
             element = self._pending.popleft() if self._pending else source()
             if element is END:
                 return END
-            keep = predicate(*element) if type(element) is tuple else predicate(element)
+            try:
+                keep = predicate(*element) if type(element) is tuple else predicate(element)
+            except StopIteration as exc:
+                raise user_stop_error(exc, "filter predicate") from exc
             if keep is True or (keep is not False and as_bool(keep)):
                 return element
 
@@ -100,6 +103,7 @@ class FilterDataset(UnaryDataset):
 
     _op = "filter"
     _batch_size_passthrough = True
+    _runs_python = True
 
     def __init__(self, input_dataset: Dataset, predicate: Callable[..., Any],
                  name: Optional[str] = None) -> None:

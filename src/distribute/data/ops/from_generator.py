@@ -21,12 +21,20 @@ import torch
 from distribute._base import nest
 from distribute._base.tensor_spec import TensorSpec, as_dtype, string
 from distribute.data import _structure
-from distribute.data._common import END, check_callable
+from distribute.data._common import END, check_callable, user_stop_error
 from distribute.data.dataset import Dataset
 from distribute.data.iterator import IterContext, IteratorImpl
 from distribute.errors import InvalidArgumentError
 
-__all__ = ["GeneratorDataset"]
+__all__ = ["GeneratorDataset", "GeneratorElementError"]
+
+
+class GeneratorElementError(InvalidArgumentError, TypeError):
+    """A yielded value that does not fit ``output_signature`` (its structure or dtype).
+
+    tf.data raises InvalidArgumentError (the TypeError of its conversion, raised inside the
+    generator's op); this is also a TypeError, so code written against either catches it.
+    """
 
 
 def _signature_from_types(output_types: Any, output_shapes: Any) -> Any:
@@ -90,23 +98,29 @@ def _convert(value: Any, spec: TensorSpec) -> Any:
     if spec.dtype is string:
         leaf = _structure.convert_leaf(value, "the generator's element")
         if isinstance(leaf, torch.Tensor):
-            raise TypeError(f"`generator` yielded {value!r:.100} where a string was expected.")
+            raise GeneratorElementError(f"`generator` yielded {value!r:.100} where a string was expected.")
         return leaf
     if isinstance(value, torch.Tensor):
         tensor = value
     elif isinstance(value, (bytes, str)):
-        raise TypeError(
+        raise GeneratorElementError(
             f"`generator` yielded the string {value!r:.100} where an element of dtype {spec.dtype} "
             f"was expected."
         )
     else:
-        tensor = torch.as_tensor(np.asarray(value) if isinstance(value, list) else value)
+        try:
+            tensor = torch.as_tensor(np.asarray(value) if isinstance(value, list) else value)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise GeneratorElementError(
+                f"`generator` yielded {value!r:.100} (type {type(value).__name__}) where an "
+                f"element of dtype {spec.dtype} was expected; it cannot be converted ({exc})."
+            ) from exc
     if tensor.dtype != spec.dtype:
         lossy = (tensor.is_floating_point() or tensor.is_complex()) and not (
             spec.dtype.is_floating_point or spec.dtype.is_complex
         )
         if lossy:
-            raise TypeError(
+            raise GeneratorElementError(
                 f"`generator` yielded an element of dtype {tensor.dtype} where {spec.dtype} was "
                 f"expected; converting it would truncate the values. Yield {spec.dtype} values "
                 f"or change the signature's dtype."
@@ -138,11 +152,14 @@ class _GeneratorIterator(IteratorImpl):
         self._count = 0
 
     def _open(self) -> None:
-        self._it = iter(self._dataset.generator(*self._dataset.args))
+        try:
+            self._it = iter(self._dataset.generator(*self._dataset.args))
+        except StopIteration as exc:
+            raise user_stop_error(exc, "`generator` callable") from exc
 
-    def _structure_error(self, value: Any) -> TypeError:
+    def _structure_error(self, value: Any) -> GeneratorElementError:
         expected = nest.map_structure(lambda s: s.dtype, self._dataset.element_spec)
-        return TypeError(
+        return GeneratorElementError(
             f"`generator` yielded an element that did not match the expected structure. The "
             f"expected structure was {expected}, but the yielded element was {value!r:.200}."
         )
@@ -205,6 +222,7 @@ class GeneratorDataset(Dataset):
     """``Dataset.from_generator``; attributes ``generator``, ``args``."""
 
     _op = "from_generator"
+    _runs_python = True
 
     def __init__(self, generator: Callable[..., Any], output_types: Any = None, output_shapes: Any = None,
                  args: Any = None, output_signature: Any = None, name: Optional[str] = None) -> None:

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import torch
 
 from distribute._base import nest
-from distribute._base.tensor_spec import TensorSpec
+from distribute.data._specs import row_spec
 from distribute.data import _structure
 from distribute.data.dataset import Dataset
 from distribute.data.ops._random_access import RandomAccess
@@ -39,8 +39,12 @@ def _path_name(path: tuple) -> str:
 
 
 def _check_rows(tensors: Any) -> int:
-    leaves = nest.flatten(tensors)
-    paths = [_path_name(p) for p, _ in nest.flatten_with_paths(tensors)]
+    paths = [_path_name(p) for p, leaf in nest.flatten_with_paths(tensors) if leaf is not None]
+    leaves = [leaf for leaf in nest.flatten(tensors) if leaf is not None]
+    if not leaves:
+        raise InvalidArgumentError(
+            "from_tensor_slices needs at least one component that is not None to slice."
+        )
     for path, leaf in zip(paths, leaves):
         if isinstance(leaf, bytes) or getattr(leaf, "ndim", 0) == 0:
             raise InvalidArgumentError(
@@ -73,10 +77,8 @@ class TensorSliceDataset(Dataset):
         super().__init__(name)
 
     def _compute_element_spec(self) -> Any:
-        def row_spec(leaf: Any) -> TensorSpec:
-            spec = _structure.leaf_spec(leaf)
-            return TensorSpec(spec.shape[1:], spec.dtype)
-        return nest.map_structure(row_spec, self.tensors)
+        return nest.map_structure(
+            lambda leaf: row_spec(_structure.leaf_spec(leaf), "from_tensor_slices"), self.tensors)
 
     def _cardinality(self) -> int:
         return self._length

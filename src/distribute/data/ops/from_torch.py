@@ -13,6 +13,7 @@ from typing import Any, List, Optional
 import torch
 
 from distribute.data import _structure
+from distribute.data._common import user_stop_error
 from distribute.data.dataset import Dataset
 from distribute.data.ops._random_access import RandomAccess
 from distribute.errors import InvalidArgumentError
@@ -27,6 +28,12 @@ class _TorchAccess(RandomAccess):
         self._batched = hasattr(dataset, "__getitems__")
 
     def _items(self, indices: List[int]) -> List[Any]:
+        try:
+            return self._read(indices)
+        except StopIteration as exc:
+            raise user_stop_error(exc, "torch dataset's __getitem__") from exc
+
+    def _read(self, indices: List[int]) -> List[Any]:
         if self._batched:
             items = self._dataset.__getitems__(indices)
         else:
@@ -80,6 +87,8 @@ class TorchDataset(Dataset):
             ) from None
         self.dataset = dataset
         super().__init__(name)
+        # a user __getitem__ is Python code (a TensorDataset is read by slicing)
+        self._runs_python = type(dataset) is not torch.utils.data.TensorDataset
 
     def _compute_element_spec(self) -> Any:
         if self._length == 0:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional
 from distribute.data import _structure
 from distribute.data._common import (
     AUTOTUNE, END, UNKNOWN_CARDINALITY, check_bool, check_callable, check_positive_or_autotune,
+    user_stop_error,
 )
 from distribute.data.dataset import Dataset, UnaryDataset
 from distribute.data.iterator import IterContext, IteratorImpl
@@ -30,7 +31,10 @@ __all__ = ["InterleaveDataset", "apply_dataset_fn"]
 
 def apply_dataset_fn(fn: Callable[..., Any], element: Any, what: str) -> Dataset:
     """Calls a dataset-returning function and checks that it returned a Dataset."""
-    result = _structure.call(fn, element)
+    try:
+        result = _structure.call(fn, element)
+    except StopIteration as exc:
+        raise user_stop_error(exc, f"function given to {what}") from exc
     if not isinstance(result, Dataset):
         raise TypeError(
             f"The function given to {what} must return a Dataset; it returned "
@@ -135,6 +139,7 @@ class InterleaveDataset(UnaryDataset):
     """
 
     _op = "interleave"
+    _runs_python = True
 
     def __init__(self, input_dataset: Dataset, map_func: Callable[..., Dataset],
                  cycle_length: Optional[int] = None, block_length: Optional[int] = None,

@@ -23,11 +23,15 @@ from typing import Any, Callable, Deque, Dict, List, Optional
 import torch
 
 from distribute.data import _structure
-from distribute.data._common import END, check_bool, check_callable, check_positive_or_autotune
+from distribute.data._common import (
+    END, check_bool, check_callable, check_positive_or_autotune, user_stop_error,
+)
 from distribute.data.dataset import Dataset, UnaryDataset
 from distribute.data.iterator import IterContext, IteratorImpl
 from distribute.data.ops._parallel import POLICY, Failure, WorkerPool, run_chunk
-from distribute.data.ops._probe import first_element_spec, output_spec, probe_spec
+from distribute.data.ops._probe import (
+    UnsupportedOutputError, first_element_spec, output_spec, placeholders_only, probe_spec,
+)
 from distribute.data.ops._vectorize import Vectorizer
 from distribute.errors import InvalidArgumentError
 
@@ -44,6 +48,15 @@ def structure_error(what: str, expected: Any, received: Any) -> InvalidArgumentE
     )
 
 
+def list_as_tuple(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with a returned top-level list made a tuple (tf.data's rule for map functions:
+    the list usually holds separate results, e.g. of a numpy function, not rows to stack)."""
+    def wrapped(*args: Any) -> Any:
+        out = fn(*args)
+        return tuple(out) if type(out) is list else out
+    return wrapped
+
+
 class _MapIterator(IteratorImpl):
     op = "map"
 
@@ -55,7 +68,7 @@ class _MapIterator(IteratorImpl):
         self._pending: Deque[Any] = collections.deque()  # input elements not yet mapped
         self._out: Deque[Any] = collections.deque()  # mapped elements not yet returned
         self._sig: Any = None
-        self._vec = Vectorizer(self._fn) if ctx.options.map_vectorization_enabled else None
+        self._vec = Vectorizer(list_as_tuple(self._fn)) if ctx.options.map_vectorization_enabled else None
         self.fast_rows = self._input.fast_rows and self._vec is not None
         workers = WorkerPool.size_for(dataset.num_parallel_calls or 1)
         self._probe_left = POLICY.probe_elements if workers > 0 else 0
@@ -67,10 +80,15 @@ class _MapIterator(IteratorImpl):
     # --------------------------------------------------------------- applying the function
     def _apply(self, element: Any) -> Any:
         fn = self._fn
-        out = fn(*element) if type(element) is tuple else fn(element)
+        try:
+            out = fn(*element) if type(element) is tuple else fn(element)
+        except StopIteration as exc:
+            raise user_stop_error(exc, "map function") from exc
         if type(out) is torch.Tensor:
             sig = out.dtype
         else:
+            if type(out) is list:  # as in tf.data: a returned list is a tuple of components
+                out = tuple(out)
             out = _structure.normalize(out, "the map function's result")
             sig = _structure.signature(out)
         if sig != self._sig:
@@ -212,6 +230,7 @@ class MapDataset(UnaryDataset):
 
     _op = "map"
     _batch_size_passthrough = True
+    _runs_python = True
 
     def __init__(self, input_dataset: Dataset, map_func: Callable[..., Any],
                  num_parallel_calls: Optional[int] = None, deterministic: Optional[bool] = None,
@@ -220,9 +239,22 @@ class MapDataset(UnaryDataset):
         self.num_parallel_calls = check_positive_or_autotune("num_parallel_calls", num_parallel_calls)
         self.deterministic = check_bool("deterministic", deterministic, allow_none=True)
         super().__init__(input_dataset, name)
+        self._check_on_placeholders()
+
+    def _check_on_placeholders(self) -> None:
+        """Raises now, as tf.data does when it traces the function, if the function returns
+        something that cannot be an element; a function that cannot run on placeholders is
+        checked at its first element instead."""
+        try:
+            with placeholders_only():
+                self._spec_cache = self._compute_element_spec()
+        except UnsupportedOutputError:
+            raise
+        except Exception:  # noqa: BLE001  needs real input: element_spec is computed later
+            pass
 
     def _compute_element_spec(self) -> Any:
-        fn = output_spec(self.map_func, "the map function's result")
+        fn = output_spec(list_as_tuple(self.map_func), "Dataset.map()")
         return probe_spec(fn, self._input_dataset.element_spec, lambda: first_element_spec(self))
 
     def _make_sequential_iterator(self, ctx: IterContext) -> IteratorImpl:

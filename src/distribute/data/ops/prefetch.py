@@ -1,11 +1,17 @@
-"""Dataset.prefetch: prepares elements ahead of the consumer, when that pays.
+"""Dataset.prefetch: prepares elements ahead of the consumer on a producer thread.
 
-On these machines a thread hand-off costs about 50 us, so a background thread helps only if
+With an explicit ``buffer_size`` over an upstream that runs user Python code or does I/O
+(a node with ``_runs_python`` upstream), the producer thread starts at the first ``next()`` and
+keeps up to ``buffer_size`` elements ready, as in tf.data: the upstream's functions run
+ahead of the consumer, which a program may observe (and wait for).
+
+Otherwise (AUTOTUNE, or an upstream of in-memory tensors only, where running ahead changes
+nothing a program can see) a thread hand-off, about 50 us on these machines, helps only if
 producing an element takes long and the consumer does real work between elements (a
-training step) that the producer can overlap with. The iterator therefore starts inline, in
-the consumer's thread, and measures both; it starts a producer thread only when both exceed
-:data:`POLICY.min_us` (see ``_Policy``). In the thread mode up to ``buffer_size`` elements
-(2 for AUTOTUNE) wait in a buffer.
+training step) that the producer can overlap with. The iterator then starts inline, in the
+consumer's thread, and measures both; it starts the producer thread only when both exceed
+:data:`POLICY.min_us` (see ``_Policy``), with a buffer of ``buffer_size`` elements (2 for
+AUTOTUNE).
 
 Either way the semantics are those of tf.data: the same elements in the same order, an
 exception from upstream raised at its element, and elements already prepared but not
@@ -48,7 +54,10 @@ class PrefetchIterator(IteratorImpl):
 
     op = "prefetch"
 
-    def __init__(self, input_iterator: IteratorImpl, spec_of_input: Any, buffer_size: int) -> None:
+    def __init__(self, input_iterator: IteratorImpl, spec_of_input: Any, buffer_size: int,
+                 run_ahead: bool = False) -> None:
+        """``run_ahead``: start the producer thread at the first ``next()`` (when
+        ``buffer_size`` > 0) instead of waiting for the measurements to show it pays."""
         self._input = input_iterator
         self._spec = spec_of_input  # a callable giving the element_spec (for restore)
         self._capacity = POLICY.autotune_buffer if buffer_size == AUTOTUNE else buffer_size
@@ -60,11 +69,15 @@ class PrefetchIterator(IteratorImpl):
         self._seen = 0
         self._produce_s = self._consume_s = 0.0
         self._returned_at = 0.0
-        self.fast_rows = input_iterator.fast_rows
+        self._run_ahead = run_ahead and self._capacity > 0
+        self.fast_rows = input_iterator.fast_rows and not self._run_ahead
 
     # ------------------------------------------------------------------ inline mode
     def next(self) -> Any:
         if self._thread is not None:
+            return self._next_threaded()
+        if self._run_ahead and not self._stop:
+            self._start()
             return self._next_threaded()
         if self._buffer:
             return self._pop_inline()
@@ -89,12 +102,12 @@ class PrefetchIterator(IteratorImpl):
         return value
 
     def next_rows(self, n: int) -> Any:
-        if self._thread is None and not self._buffer:
+        if self._thread is None and not self._buffer and not self._run_ahead:
             return self._input.next_rows(n)
         return super().next_rows(n)
 
     def next_list(self, n: int) -> List[Any]:
-        if self._thread is None and not self._buffer:
+        if self._thread is None and not self._buffer and not self._run_ahead:
             return self._input.next_list(n)
         return super().next_list(n)
 
@@ -191,13 +204,14 @@ def _decode(value: Dict[str, Any], spec: Any) -> Any:
 
 
 class PrefetchDataset(UnaryDataset):
-    """``ds.prefetch(buffer_size)``; attribute ``buffer_size``."""
+    """``ds.prefetch(buffer_size)``; attribute ``buffer_size`` (None is AUTOTUNE)."""
 
     _op = "prefetch"
     _batch_size_passthrough = True
 
-    def __init__(self, input_dataset: Dataset, buffer_size: int, name: Optional[str] = None) -> None:
-        self.buffer_size = check_int("buffer_size", buffer_size)
+    def __init__(self, input_dataset: Dataset, buffer_size: Optional[int] = None,
+                 name: Optional[str] = None) -> None:
+        self.buffer_size = AUTOTUNE if buffer_size is None else check_int("buffer_size", buffer_size)
         if self.buffer_size < 0 and self.buffer_size != AUTOTUNE:
             raise InvalidArgumentError(
                 f"Expected `buffer_size` of prefetch to be >= 0, or AUTOTUNE ({AUTOTUNE}); "
@@ -207,4 +221,7 @@ class PrefetchDataset(UnaryDataset):
 
     def _make_sequential_iterator(self, ctx: IterContext) -> IteratorImpl:
         source = self._input_dataset
-        return PrefetchIterator(source._make_iterator(ctx), lambda: source.element_spec, self.buffer_size)
+        # tf.data's semantics are observable only where upstream runs Python code or does I/O
+        run_ahead = self.buffer_size > 0 and any(node._runs_python for node in source._walk())
+        return PrefetchIterator(source._make_iterator(ctx), lambda: source.element_spec, self.buffer_size,
+                                run_ahead)

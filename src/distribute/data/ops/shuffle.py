@@ -15,6 +15,7 @@ per-element work. Both paths give the same order.
 from __future__ import annotations
 
 import random
+import threading
 from typing import Any, Callable, Dict, List, Optional
 
 import torch
@@ -152,16 +153,29 @@ class _ShuffleIterator(_ShuffleBase):
 
 
 class _IndexShuffleIterator(_ShuffleBase):
-    """The same algorithm over indices of a random-access input; batches are gathers."""
+    """The same algorithm over indices of a random-access input; batches are gathers.
+
+    Thread-safe without the top-level lock, like ``RandomAccessIterator``: the chosen
+    elements are gathered 64 at a time and handed out by atomic ``list.pop()``; drawing and
+    gathering the next chunk, the bulk path and the state take ``_lock``. The indices not yet
+    returned are derived from how many elements are left, not popped per element.
+    """
 
     fast_rows = True
+    thread_safe = True
 
     def __init__(self, dataset: "ShuffleDataset", ctx: IterContext, ra: RandomAccess) -> None:
         super().__init__(dataset, ctx)
         self._ra, self._next_index = ra, 0
         self._length = _UNBOUNDED if ra.length is None else ra.length
-        self._ahead: List[int] = []  # indices chosen, not yet returned (first last)
-        self._ahead_elements: List[Any] = []
+        self._ahead: List[int] = []  # indices of the current chunk (first last)
+        self._ahead_elements: List[Any] = []  # its elements not yet returned (first last)
+        self._gathered = True  # False after a restore: _ahead holds indices not yet gathered
+        self._lock = threading.Lock()
+
+    def _remaining(self) -> List[int]:
+        """The chosen indices not yet returned (first last)."""
+        return self._ahead[:len(self._ahead_elements)] if self._gathered else self._ahead
 
     def _pull(self) -> Any:
         if self._next_index >= self._length:
@@ -213,35 +227,60 @@ class _IndexShuffleIterator(_ShuffleBase):
         return out
 
     def next(self) -> Any:
-        if not self._ahead_elements:
-            if not self._ahead:
-                self._ahead = self._indices(64)[::-1]
-                if not self._ahead:
-                    return END
-            rows = self._ra.gather(torch.tensor(self._ahead[::-1], dtype=torch.int64))
-            self._ahead_elements = _structure.unstack(rows, _structure.Structure(rows))[::-1]
-        self._ahead.pop()
-        return self._ahead_elements.pop()
+        try:
+            return self._ahead_elements.pop()
+        except IndexError:
+            return self._next_refilling()
+
+    def _next_refilling(self) -> Any:
+        with self._lock:
+            while True:
+                try:
+                    return self._ahead_elements.pop()
+                except IndexError:
+                    if not self._refill():
+                        return END
+
+    def _refill(self) -> bool:
+        """Gathers the next chunk of chosen elements (the current one is used up)."""
+        ahead = self._remaining() or self._indices(64)[::-1]
+        if not ahead:
+            self._ahead, self._gathered = [], True
+            return False
+        rows = self._ra.gather(torch.tensor(ahead[::-1], dtype=torch.int64))
+        self._ahead, self._gathered = ahead, True
+        self._ahead_elements = _structure.unstack(rows, _structure.Structure(rows))[::-1]
+        return True
 
     def next_rows(self, n: int) -> Any:
-        if self._ahead_elements:
-            return super().next_rows(min(n, len(self._ahead_elements)))
-        indices = self._ahead[::-1][:n] if self._ahead else self._indices(n)
-        if self._ahead:
-            del self._ahead[len(self._ahead) - len(indices):]
-        if not indices:
-            return END
+        with self._lock:
+            chunk = self._ahead_elements
+            if chunk:
+                count = min(n, len(chunk))
+                elements = chunk[len(chunk) - count:][::-1]
+                del chunk[len(chunk) - count:]
+                return _structure.batch_elements(elements, _structure.Structure(elements[0]))
+            if self._ahead and not self._gathered:
+                indices = self._ahead[::-1][:n]
+                del self._ahead[len(self._ahead) - len(indices):]
+            else:
+                indices = self._indices(n)
+            if not indices:
+                return END
         return self._ra.gather(torch.tensor(indices, dtype=torch.int64))
 
     def _state(self) -> Dict[str, Any]:
-        return {**self._common_state(), "indices": torch.tensor(self._buffer, dtype=torch.int64),
-                "next_index": self._next_index, "ahead": list(reversed(self._ahead))}
+        with self._lock:
+            return {**self._common_state(), "indices": torch.tensor(self._buffer, dtype=torch.int64),
+                    "next_index": self._next_index, "ahead": list(reversed(self._remaining()))}
 
     def _restore(self, state: Dict[str, Any]) -> None:
-        self._restore_common(state)
-        self._buffer = state["indices"].tolist()
-        self._next_index = int(state["next_index"])
-        self._ahead, self._ahead_elements = list(reversed(state["ahead"])), []
+        with self._lock:
+            self._restore_common(state)
+            self._buffer = state["indices"].tolist()
+            self._next_index = int(state["next_index"])
+            self._ahead, self._ahead_elements = list(reversed(state["ahead"])), []
+            self._gathered = False
 
 
 class ShuffleDataset(UnaryDataset):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from distribute._base import nest
-from distribute._base.tensor_spec import TensorSpec
+from distribute.data._specs import NoneTensorSpec, row_spec
 from distribute.data import _structure
 from distribute.data._common import END, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from distribute.data.dataset import Dataset, UnaryDataset
@@ -72,15 +72,21 @@ class _UnbatchIterator(IteratorImpl):
         self._input.close()
 
 
-def _row_spec(spec: TensorSpec) -> TensorSpec:
-    if spec.shape is None:
-        return TensorSpec(None, spec.dtype)
-    if not spec.shape:
+def _row_spec(spec: Any) -> Any:
+    return row_spec(spec, "unbatch()")
+
+
+def _check_leading_dims(spec: Any) -> None:
+    """Components whose known first dimensions differ cannot be unbatched (tf.data checks it
+    when the dataset is built)."""
+    known = {s.shape[0] for s in nest.flatten(spec)
+             if not isinstance(s, NoneTensorSpec) and s.shape and s.shape[0] is not None}
+    if len(known) > 1:
         raise InvalidArgumentError(
-            f"unbatch() needs every component to have a first dimension; one component has "
-            f"spec {spec}. Batch or reshape it first, or leave it out of the element."
+            f"unbatch() needs every component of the element to have the same first dimension; "
+            f"the element_spec {spec} has first dimensions {sorted(known)}. Slice or pad the "
+            f"components to the same number of rows first."
         )
-    return TensorSpec(spec.shape[1:], spec.dtype)
 
 
 class UnbatchDataset(UnaryDataset):
@@ -93,13 +99,15 @@ class UnbatchDataset(UnaryDataset):
         self._spec_cache = self._compute_element_spec()  # validates now, as tf.data does
 
     def _compute_element_spec(self) -> Any:
-        return nest.map_structure(_row_spec, self._input_dataset.element_spec)
+        spec = self._input_dataset.element_spec
+        _check_leading_dims(spec)
+        return nest.map_structure(_row_spec, spec)
 
     def _cardinality(self) -> int:
         n = self._input_dataset.cardinality()
         if n in (INFINITE_CARDINALITY, 0):
             return n
-        specs = nest.flatten(self._input_dataset.element_spec)
+        specs = [s for s in nest.flatten(self._input_dataset.element_spec) if not isinstance(s, NoneTensorSpec)]
         dims = {None if s.shape is None else s.shape[0] for s in specs}
         if n == UNKNOWN_CARDINALITY or len(dims) != 1 or None in dims:
             return UNKNOWN_CARDINALITY

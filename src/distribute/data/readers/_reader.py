@@ -161,6 +161,7 @@ class FileReaderDataset(UnaryDataset):
     ``num_parallel_reads``; the file names are the input dataset."""
 
     _is_file_reader = True
+    _runs_python = True  # reads files
 
     def __init__(self, filenames: Any, compression_type: Optional[str] = None,
                  buffer_size: Optional[int] = None, num_parallel_reads: Optional[int] = None,

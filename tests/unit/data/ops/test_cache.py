@@ -19,6 +19,7 @@ def _counting(counter):
 def test_memory_cache_runs_the_input_once():
     calls = []
     ds = Dataset.range(4).map(_counting(calls)).cache()
+    calls.clear()  # the map function ran on two placeholders when the dataset was built
     assert values(ds) == [0, 10, 20, 30]
     assert values(ds) == [0, 10, 20, 30]
     assert values(ds.repeat(2)) == [0, 10, 20, 30] * 2
@@ -29,6 +30,7 @@ def test_memory_cache_runs_the_input_once():
 def test_partial_iteration_publishes_nothing():
     calls = []
     ds = Dataset.range(4).map(_counting(calls)).with_options(_no_vec()).cache()
+    calls.clear()  # the map function ran on two placeholders when the dataset was built
     values(ds, 2)
     assert values(ds) == [0, 10, 20, 30]
     assert len(calls) == 6

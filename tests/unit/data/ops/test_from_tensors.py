@@ -27,9 +27,9 @@ def test_from_tensors_structures_and_conversion():
     assert ds.element_spec["p"].x == TensorSpec((), torch.int64)
 
 
-def test_from_tensors_none_is_rejected():
-    with pytest.raises(TypeError, match="None"):
-        Dataset.from_tensors((1, None))
+def test_from_tensors_none_is_a_component():
+    (x, none), = list(Dataset.from_tensors((1, None)))
+    assert int(x) == 1 and none is None
 
 
 def test_from_tensors_repeat_batch_and_restore():

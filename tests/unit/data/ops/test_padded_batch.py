@@ -3,7 +3,7 @@ import torch
 
 from distribute._base.tensor_spec import TensorSpec, string
 from distribute.data import Dataset
-from distribute.errors import InvalidArgumentError
+from distribute.errors import DataLossError, InvalidArgumentError
 
 from .._helpers import assert_restores, values
 
@@ -29,7 +29,7 @@ def test_padded_batch_structures_and_strings():
 
 
 def test_padding_to_a_smaller_shape_is_an_error():
-    with pytest.raises(InvalidArgumentError, match="smaller size"):
+    with pytest.raises(DataLossError, match="smaller size"):
         list(_ragged().padded_batch(2, padded_shapes=[2]))
     with pytest.raises(InvalidArgumentError, match="rank"):
         _ragged().padded_batch(2, padded_shapes=[2, 2])
