@@ -21,7 +21,7 @@ import torch
 from distribute._core import context
 from distribute._base.reduce_op import ReduceOp, VariableAggregation, VariableSynchronization
 from distribute._core.reduction import reduce_components
-from distribute._core.values import Mirrored, PerReplica, local_replica_index
+from distribute._core.values import DistributedValues, Mirrored, PerReplica, local_replica_index
 from distribute._core.variables import Variable, make_initial_tensor
 
 __all__ = ["AggregatingVariable", "DistributedVariable", "MirroredVariable", "SyncOnReadVariable"]
@@ -61,8 +61,12 @@ def _cross_replica_read(value: Any) -> Any:
     return value._cross_replica_value() if isinstance(value, SyncOnReadVariable) else value
 
 
-class DistributedVariable(Variable):
-    """Base class of variables with one component per local replica."""
+class DistributedVariable(Variable, DistributedValues):
+    """Base class of variables with one component per local replica.
+
+    As in TensorFlow it is a ``DistributedValues`` (``MirroredVariable`` also a ``Mirrored``),
+    but it is passed whole to ``strategy.run`` and regroups to itself.
+    """
 
     _is_distributed_variable = True
     _others: Tuple[Variable, ...] = ()
@@ -93,6 +97,26 @@ class DistributedVariable(Variable):
         """The components, one per local replica."""
         return self._components()
 
+    # -- DistributedValues ------------------------------------------------------------
+    @property
+    def _values(self) -> Tuple[Variable, ...]:  # type: ignore[override]
+        return self._components()
+
+    def _local(self) -> Any:
+        index = local_replica_index()
+        return self._component(index) if index is not None else self
+
+    def _select(self, index: int) -> Any:
+        return self
+
+    def _regroup_container(self) -> Any:
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        # Mirrored's __getattr__ (delegation to the local component) must not apply to a
+        # variable, which is a tensor: a missing attribute is simply missing.
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def _component(self, index: int) -> Any:
         if index == 0:
             return self
@@ -106,6 +130,8 @@ class DistributedVariable(Variable):
 
     @classmethod
     def __torch_function__(cls, func: Callable, types: Any, args: tuple = (), kwargs: Optional[dict] = None) -> Any:
+        if len(types) > 1 and not all(issubclass(t, torch.Tensor) for t in types):
+            return NotImplemented  # a Mirrored/PerReplica argument: its handler unwraps it first
         index = local_replica_index()
         if index is None:
             return cls._cross_replica_op(func, args, kwargs)
@@ -168,8 +194,12 @@ class DistributedVariable(Variable):
                     "cross-replica context: each component would get a different value. Reduce it "
                     "first (strategy.reduce) or assign inside strategy.run.")
             self._write_all(kind, value)
-            return Mirrored(tuple(c.read_value() for c in self._components())) if read_value else None
+            return self._cross_replica_result() if read_value else None
         return self._assign_in_replica(kind, value, index, read_value)
+
+    def _cross_replica_result(self) -> Any:
+        """What a cross-replica ``assign*`` returns: a ``Mirrored`` of the new components."""
+        return Mirrored(tuple(c.read_value() for c in self._components()))
 
     def _write_all(self, kind: str, value: Any) -> None:
         for component in self._components():
@@ -191,7 +221,7 @@ class DistributedVariable(Variable):
         return self.read_value().detach().cpu().numpy()
 
     def __repr__(self) -> str:
-        body = ",\n".join(f"  {i}: {Variable._plain_repr(c)}" for i, c in enumerate(self._components()))
+        body = ",\n".join(f"  {i}: {Variable._plain_repr(c)}" for i, c in enumerate(self.values))
         return f"{type(self).__name__}:{{\n{body}\n}}"
 
     __str__ = __repr__
@@ -210,7 +240,7 @@ class DistributedVariable(Variable):
         return copied
 
 
-class MirroredVariable(DistributedVariable):
+class MirroredVariable(DistributedVariable, Mirrored):
     """An ON_WRITE variable whose components are kept equal on every replica."""
 
     def _assign_in_replica(self, kind: str, value: Any, index: int, read_value: bool) -> Any:
@@ -267,6 +297,10 @@ class SyncOnReadVariable(DistributedVariable):
             hooks = self._distribute_strategy.extended._across_workers() if self._distribute_strategy else {}
             return reduce_components(op, comps, None, comps[0].device, **hooks).to(comps[0].dtype)
 
+    def _cross_replica_result(self) -> torch.Tensor:
+        """TensorFlow reads the variable back: the aggregate, a tensor (NONE raises, after the write)."""
+        return self._cross_replica_value()
+
     def _write_all(self, kind: str, value: Any) -> None:
         aggregation = self._aggregation
         if aggregation is VariableAggregation.SUM and kind != "assign":
@@ -276,7 +310,8 @@ class SyncOnReadVariable(DistributedVariable):
         if aggregation is VariableAggregation.SUM:
             total = self._distribute_strategy.num_replicas_in_sync if self._distribute_strategy else 1
             value = torch.as_tensor(value if not isinstance(value, Variable) else value.read_value()) / total
-        super()._write_all(kind, value)
+        for component in self.values:  # the raw components: writing must not read the aggregate
+            Variable._write(component, _WRITES[kind], value, kind, False)
 
 
 class AggregatingVariable(Variable):

@@ -14,7 +14,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import torch
 
 from distribute._base.reduce_op import ReduceOp
-from distribute.errors import InvalidArgumentError
+from distribute.errors import GatherShapeMismatchError, InvalidArgumentError
 
 __all__ = ["as_tensor", "gather_components", "normalize_axis", "reduce_components"]
 
@@ -117,9 +117,9 @@ def gather_components(comps: List[Any], axis: int, device: torch.device) -> torc
                                    f"expected -{rank} <= axis < {rank}.")
     axis %= rank
     ref = [s for d, s in enumerate(tensors[0].shape) if d != axis]
-    for i, t in enumerate(tensors):
-        if t.dim() != rank or [s for d, s in enumerate(t.shape) if d != axis] != ref:
-            raise InvalidArgumentError(
-                f"gather needs shapes that differ only along axis {axis}; replica 0 has "
-                f"{tuple(tensors[0].shape)} and replica {i} has {tuple(t.shape)}.")
+    if any(t.dim() != rank or [s for d, s in enumerate(t.shape) if d != axis] != ref for t in tensors):
+        listing = ", ".join(f"replica {i}: {tuple(t.shape)}" for i, t in enumerate(tensors))
+        raise GatherShapeMismatchError(
+            f"Shape mismatch in gather along axis {axis}: {listing}. The values gathered must have "
+            f"the same rank and the same size in every dimension except axis {axis}.")
     return torch.cat([t.to(device) for t in tensors], dim=axis)

@@ -42,6 +42,9 @@ class ReplicaContext:
           0: tensor(2.),
           1: tensor(2.)
         }
+
+    It is also a context manager: ``with ctx:`` makes it the current replica context until
+    the block exits.
     """
 
     def __init__(self, strategy: "Strategy", replica_id_in_sync_group: Any, _local_id: int = 0) -> None:
@@ -52,6 +55,19 @@ class ReplicaContext:
         self._replica_id = replica_id_in_sync_group
         self._local_id = _local_id
         self._id_tensor: Optional[torch.Tensor] = None
+
+    def __enter__(self) -> "ReplicaContext":
+        """Makes this the current replica context (as TensorFlow's tests enter one by hand)."""
+        context.push(context.Mode(self._strategy, None, self))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        mode = context.current_mode()
+        if mode is None or mode.replica_context is not self or mode.cross_replica is not None:
+            raise RuntimeError(
+                "ReplicaContext nesting error: a scope or context entered inside `with "
+                "replica_context:` was not exited first. Exit inner `with` blocks before this one.")
+        context.pop()
 
     @property
     def strategy(self) -> "Strategy":

@@ -15,6 +15,7 @@ import torch
 
 from distribute._core import context
 from distribute._base.nest import is_namedtuple
+from distribute.errors import InvalidArgumentError
 
 __all__ = ["DistributedValues", "Mirrored", "PerReplica", "regroup", "select_replica"]
 
@@ -41,7 +42,7 @@ class DistributedValues:
         True
     """
 
-    __slots__ = ("_values",)
+    __slots__ = ()  # so that distributed variables (tensors) can be DistributedValues too
 
     def __init__(self, values: Sequence[Any]) -> None:
         values = tuple(values)
@@ -62,6 +63,14 @@ class DistributedValues:
         index = local_replica_index()
         return self._values[index if index is not None and index < len(self._values) else 0]
 
+    def _select(self, index: int) -> Any:
+        """Replica ``index``'s view, as ``strategy.run`` passes it (variables override: whole)."""
+        return self._values[index]
+
+    def _regroup_container(self) -> Any:
+        """What regrouping this value's components gives back (variables: themselves)."""
+        return None
+
     def _format(self, fmt: Callable[[Any], str]) -> str:
         body = ",\n".join(f"  {i}: {fmt(v)}" for i, v in enumerate(self._values))
         return f"{type(self).__name__}:{{\n{body}\n}}"
@@ -80,7 +89,7 @@ class PerReplica(DistributedValues):
     context torch functions accept it and use the local component; elsewhere they refuse.
     """
 
-    __slots__ = ()
+    __slots__ = ("_values",)
 
     @classmethod
     def __torch_function__(cls, func: Callable, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
@@ -107,10 +116,10 @@ class Mirrored(DistributedValues):
     """Values that are equal on every replica; behaves like the local component.
 
     Attribute access, operators and torch functions go to the local replica's component in
-    a replica context, and to the primary (component 0) elsewhere.
+    a replica context, and to the primary (component 0) elsewhere. ``MirroredVariable`` is a
+    ``Mirrored`` too (as in TensorFlow), so ``Mirrored`` keeps an instance ``__dict__``
+    instead of a slot: a slot would not fit the tensor layout of a variable.
     """
-
-    __slots__ = ()
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -139,6 +148,8 @@ Mirrored.__hash__ = object.__hash__  # type: ignore[assignment]
 
 
 def _container(value: Any) -> Any:
+    if isinstance(value, DistributedValues):
+        return value._regroup_container()
     return getattr(value, "_distributed_container", None)
 
 
@@ -153,7 +164,7 @@ def select_replica(index: int, structure: Any) -> Any:
     them); everything else is returned unchanged.
     """
     if isinstance(structure, DistributedValues):
-        return structure._values[index]
+        return structure._select(index)
     if isinstance(structure, torch.Tensor) or (not structure and type(structure) in _IMMUTABLE_EMPTY):
         return structure
     if isinstance(structure, (list, tuple)):
@@ -185,30 +196,65 @@ def regroup(values: Sequence[Any], wrap: type = PerReplica, always_wrap: bool = 
     objects come back as themselves, components of one distributed variable come back as
     the variable, and anything else becomes ``wrap(values)``. One replica's value comes
     back bare unless ``always_wrap``.
+
+    Raises:
+        InvalidArgumentError: when the replicas' structures differ (types, lengths or keys
+            of their lists, tuples and mappings); the message names the replicas.
     """
+    return _regroup(values, wrap, always_wrap, ())
+
+
+def _regroup(values: Sequence[Any], wrap: type, always_wrap: bool, path: tuple) -> Any:
     v0 = values[0]
-    if isinstance(v0, (list, tuple)) and not isinstance(v0, torch.Size) and _same_sequence(values):
-        items = [regroup([v[i] for v in values], wrap, always_wrap) for i in range(len(v0))]
+    if _is_nest(v0) or any(_is_nest(v) for v in values[1:]):
+        _check_same_structure(values, path)
+    if _is_nest(v0) and not isinstance(v0, Mapping):
+        items = [_regroup([v[i] for v in values], wrap, always_wrap, path + (i,)) for i in range(len(v0))]
         if is_namedtuple(v0):
             return type(v0)._make(items)
         return items if type(v0) is list else (tuple(items) if type(v0) is tuple else type(v0)(items))
-    if isinstance(v0, Mapping) and _same_mapping(values):
-        return type(v0)((k, regroup([v[k] for v in values], wrap, always_wrap)) for k in v0)
-    if all(v is v0 for v in values[1:]):
-        if not always_wrap or isinstance(v0, DistributedValues) or getattr(v0, "_is_distributed_variable", False):
-            return v0
+    if isinstance(v0, Mapping):
+        return type(v0)((k, _regroup([v[k] for v in values], wrap, always_wrap, path + (k,))) for k in v0)
     container = _container(v0)
     if container is not None and all(_container(v) is container for v in values[1:]):
-        return container
+        return container  # components of one variable (even a single one) give the variable
+    if all(v is v0 for v in values[1:]):
+        if not always_wrap or isinstance(v0, DistributedValues):
+            return v0
     return wrap(values)
 
 
-def _same_sequence(values: Sequence[Any]) -> bool:
-    v0 = values[0]
-    return all(type(v) is type(v0) and len(v) == len(v0) for v in values[1:])
+def _is_nest(value: Any) -> bool:
+    return isinstance(value, (list, tuple, Mapping)) and not isinstance(value, torch.Size)
 
 
-def _same_mapping(values: Sequence[Any]) -> bool:
-    v0 = values[0]
-    keys = set(v0)
-    return all(type(v) is type(v0) and set(v) == keys for v in values[1:])
+def _shape_of(value: Any) -> tuple:
+    """What must agree between replicas at one level: the container type and its length or keys."""
+    if isinstance(value, Mapping):
+        return (type(value), frozenset(value))
+    if _is_nest(value):
+        return (type(value), len(value))
+    return (None,)
+
+
+def _check_same_structure(values: Sequence[Any], path: tuple) -> None:
+    first = _shape_of(values[0])
+    for i, value in enumerate(values[1:], start=1):
+        if _shape_of(value) != first:
+            where = f" at {''.join(f'[{k!r}]' for k in path)}" if path else ""
+            raise InvalidArgumentError(
+                f"The replicas' values have different structures{where}: replica 0 has "
+                f"{describe_structure(values[0])} but replica {i} has {describe_structure(value)}. "
+                "Every replica must return (and pass to merge_call) the same structure: the same "
+                "types of lists, tuples and dicts, with the same lengths and keys.")
+
+
+def describe_structure(value: Any) -> str:
+    """A short description of a nested structure (types, lengths and keys), for error messages."""
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{k!r}: {describe_structure(v)}" for k, v in value.items())
+        return f"{type(value).__name__} {{{inner}}}"
+    if _is_nest(value):
+        inner = ", ".join(describe_structure(v) for v in value)
+        return f"{type(value).__name__} of {len(value)} [{inner}]"
+    return "tensor" if isinstance(value, torch.Tensor) else type(value).__name__

@@ -2,19 +2,22 @@
 
 The gradient of ``all_reduce(op, x)`` is ``all_reduce(op, upstream)``; the gradient of
 ``all_gather(x, axis)`` is this replica's slice of ``all_reduce(SUM, upstream)``. The backward
-synchronises the replicas again, so runs that use them execute replicas on threads.
+hands a ``SyncRequest`` to ``sync``: with several replicas that synchronises them again (so
+runs that use them execute replicas on threads); with one it reduces in place.
 """
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Callable, Tuple
 
 import torch
 
 from distribute._base.reduce_op import ReduceOp
 from distribute.strategies.replica_runner import SyncRequest
 
-__all__ = ["AllGatherGrad", "AllReduceGrad"]
+__all__ = ["AllGatherGrad", "AllReduceGrad", "Sync"]
+
+Sync = Callable[[SyncRequest], Any]
 
 
 def _grad_request(what: str, op: ReduceOp, grad: torch.Tensor) -> SyncRequest:
@@ -26,13 +29,13 @@ class AllReduceGrad(torch.autograd.Function):
     """Identity on the already-reduced value; backward all-reduces the upstream gradient."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, reduced: torch.Tensor, runner: Any, op: ReduceOp) -> torch.Tensor:
-        ctx.runner, ctx.op = runner, op
+    def forward(ctx: Any, x: torch.Tensor, reduced: torch.Tensor, sync: Sync, op: ReduceOp) -> torch.Tensor:
+        ctx.sync, ctx.op = sync, op
         return reduced
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> Tuple[Any, ...]:
-        summed = ctx.runner.sync(_grad_request(f"all_reduce({ctx.op.value})", ctx.op, grad))
+        summed = ctx.sync(_grad_request(f"all_reduce({ctx.op.value})", ctx.op, grad))
         return summed, None, None, None
 
 
@@ -40,12 +43,12 @@ class AllGatherGrad(torch.autograd.Function):
     """Identity on the gathered value; backward takes this replica's slice of the summed gradient."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, gathered: torch.Tensor, runner: Any, axis: int,
+    def forward(ctx: Any, x: torch.Tensor, gathered: torch.Tensor, sync: Sync, axis: int,
                 offset: int) -> torch.Tensor:
-        ctx.runner, ctx.axis, ctx.offset, ctx.length = runner, axis, offset, x.shape[axis]
+        ctx.sync, ctx.axis, ctx.offset, ctx.length = sync, axis, offset, x.shape[axis]
         return gathered
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> Tuple[Any, ...]:
-        summed = ctx.runner.sync(_grad_request("all_gather", ReduceOp.SUM, grad))
+        summed = ctx.sync(_grad_request("all_gather", ReduceOp.SUM, grad))
         return summed.narrow(ctx.axis, ctx.offset, ctx.length), None, None, None, None

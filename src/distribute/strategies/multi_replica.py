@@ -13,7 +13,8 @@ import torch
 from distribute._core import context
 from distribute._core.context import Mode
 from distribute._core.devices import Device, canonicalize
-from distribute._base.nest import flatten, pack_sequence_as
+from distribute._core.distributed_variables import DistributedVariable
+from distribute._base.nest import flatten, is_nested, map_structure, pack_sequence_as
 from distribute._base.reduce_op import ReduceOp
 from distribute._core.reduction import as_tensor, gather_components, reduce_components
 from distribute._core.replica_context import ValueContext
@@ -21,7 +22,7 @@ from distribute._core.strategy import CROSS_REPLICA_ERROR, StrategyExtended
 from distribute._core.values import DistributedValues, Mirrored, PerReplica, regroup, select_replica
 from distribute._core.variables import Variable
 from distribute.collectives.cross_device_ops import CrossDeviceOps, ReductionToOneDevice
-from distribute.strategies.collective_grads import AllGatherGrad, AllReduceGrad
+from distribute.strategies.collective_grads import AllGatherGrad, AllReduceGrad, Sync
 from distribute.strategies.replica_runner import ReplicaRunner, SyncRequest, leaf_signature, merge_call_results
 
 __all__ = ["MultiReplicaExtended"]
@@ -63,9 +64,10 @@ class MultiReplicaExtended(StrategyExtended):
         if self._num_local_replicas == 1:
             stack.append(self._runner.modes[0])
             try:
-                return fn(*select_replica(0, args), **select_replica(0, kwargs))
+                result = fn(*select_replica(0, args), **select_replica(0, kwargs))
             finally:
                 stack.pop()
+            return result if type(result) is torch.Tensor else regroup([result])  # components -> variable
         stack.append(Mode(strategy, strategy, None))
         try:
             return regroup(self._runner.run(fn, tuple(args), kwargs, self._merge))
@@ -107,7 +109,7 @@ class MultiReplicaExtended(StrategyExtended):
             for i, value in enumerate(self._reduce_to_replicas(op, values)):
                 x = leaves[i][j]
                 needs_grad = isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled()
-                out[i].append(AllReduceGrad.apply(x, value, self._runner, op) if needs_grad else value)
+                out[i].append(AllReduceGrad.apply(x, value, self._grad_sync(), op) if needs_grad else value)
         return [pack_sequence_as(structure, o) for o in out]
 
     def _merge_all_gather(self, requests: List[SyncRequest]) -> list:
@@ -121,10 +123,20 @@ class MultiReplicaExtended(StrategyExtended):
             for i, device in enumerate(self._torch_devices()):
                 result, x = gathered.to(device, copy=True), leaves[i][j]
                 if isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled():
-                    result = AllGatherGrad.apply(x, result, self._runner, axis % max(x.dim(), 1), offset)
+                    result = AllGatherGrad.apply(x, result, self._grad_sync(), axis % max(x.dim(), 1), offset)
                 offset += values[i].shape[axis]
                 out[i].append(result)
         return [pack_sequence_as(structure, o) for o in out]
+
+    def _grad_sync(self) -> Sync:
+        """How the backward of a collective reaches the other replicas: through the runner when
+        there are several, by reducing the one gradient in place when there is one."""
+        if self._num_local_replicas == 1:
+            return self._merge_alone
+        return self._runner.sync
+
+    def _merge_alone(self, request: SyncRequest) -> Any:
+        return self._merge([request])[0]
 
     # -- replica-context hooks --------------------------------------------------------
     def _merge_call(self, ctx: Any, merge_fn: Callable, args: tuple, kwargs: dict) -> Any:
@@ -135,6 +147,11 @@ class MultiReplicaExtended(StrategyExtended):
 
     def _collective(self, kind: str, describe: str, arg: Any, value: Any, skip_axis: Any = None) -> Any:
         leaves = flatten(value)
+        if any(isinstance(x, DistributedVariable) for x in leaves):
+            # Each replica contributes its own component (a SyncOnRead variable's local value,
+            # not its aggregate), read here, in the replica, and differentiable.
+            leaves = [x.read_value() if isinstance(x, DistributedVariable) else x for x in leaves]
+            value = pack_sequence_as(value, leaves)
         needs_grad = torch.is_grad_enabled() and any(
             isinstance(x, torch.Tensor) and x.requires_grad for x in leaves)
         request = SyncRequest(kind, describe, (repr_structure(value), leaf_signature(leaves, skip_axis)),
@@ -180,6 +197,12 @@ class MultiReplicaExtended(StrategyExtended):
         devices = self._destination_devices(destinations) if destinations is not None else self._torch_devices()
         return self._cross_device_ops.broadcast(tensor, devices)
 
+    def _local_results(self, value: Any) -> tuple:
+        if is_nested(value):  # TF: one structure per local replica, even with no distributed values
+            return tuple(map_structure(lambda x, i=i: _component(x, i), value)
+                         for i in range(self._num_local_replicas))
+        return super()._local_results(value)
+
     def _distribute_values_from_function(self, value_fn: Callable) -> Any:
         first = self._runner.contexts[0]._replica_id
         n = self._num_replicas_in_sync
@@ -189,7 +212,9 @@ class MultiReplicaExtended(StrategyExtended):
     def _create_variable(self, factory: Callable[..., Any], **kwargs: Any) -> Any:
         mode = context.current_mode()
         if mode is not None and mode.replica_context is not None and mode.strategy is self._container_strategy():
-            return mode.replica_context.merge_call(lambda strategy: self._create_variable(factory, **kwargs))
+            return mode.replica_context.merge_call(
+                lambda strategy, names: self._create_variable(factory, **_check_same_names(names, kwargs)),
+                args=(kwargs.get("name"),))
         default = context.default_strategy()
         if any(m.strategy is default for m in context.stack()):
             raise RuntimeError(f"Mixing different distribute.Strategy objects: {default} is not "
@@ -210,9 +235,24 @@ class MultiReplicaExtended(StrategyExtended):
 
 
 def _first(value: Any) -> torch.Tensor:
-    if isinstance(value, DistributedValues):
-        return as_tensor(value.values[0])
-    return value.read_value()
+    if isinstance(value, DistributedVariable):
+        return value.read_value()
+    return as_tensor(value.values[0])
+
+
+def _component(value: Any, index: int) -> Any:
+    return value.values[index] if isinstance(value, DistributedValues) else value
+
+
+def _check_same_names(names: Any, kwargs: dict) -> dict:
+    """``kwargs`` (replica 0's) once every replica asked for a variable of the same name."""
+    if isinstance(names, PerReplica) and len(set(names.values)) > 1:
+        listing = ", ".join(f"replica {i}: {n!r}" for i, n in enumerate(names.values))
+        raise RuntimeError(
+            f"Replicas created variables with different names in one call of a replica function "
+            f"({listing}); they would be merged into one variable. Every replica must create the "
+            "same variables, in the same order, with the same names.")
+    return kwargs
 
 
 def repr_structure(value: Any) -> str:

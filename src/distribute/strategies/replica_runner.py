@@ -16,9 +16,10 @@ import torch
 
 from distribute._core import context
 from distribute._core.context import Mode
+from distribute._base.nest import flatten
 from distribute._core.replica_context import ReplicaContext
 from distribute._core.values import regroup, select_replica
-from distribute.errors import CollectiveError
+from distribute.errors import CollectiveError, GatherShapeMismatchError
 from distribute.strategies.executors import GreenletExecutor, ReplicaAborted, ThreadExecutor
 
 __all__ = ["ReplicaRunner", "SyncRequest"]
@@ -146,6 +147,8 @@ class ReplicaRunner:
                     f"{first.describe} but replica {i} called {request.describe}. Every replica "
                     "must make the same collective calls in the same order."))
             if first.signature is not None and request.signature != first.signature:
+                if first.kind == "all_gather" and _same_but_shapes(first.signature, request.signature):
+                    self._fail(executor, events, _gather_mismatch(requests))
                 self._fail(executor, events, CollectiveError(
                     f"Replicas disagree on {first.describe}: replica 0 passed {first.signature} but "
                     f"replica {i} passed {request.signature}. Structures, dtypes and shapes must "
@@ -158,6 +161,22 @@ class ReplicaRunner:
         if executor is None:
             raise RuntimeError("Need to be inside `call_for_each_replica()`")
         return executor.park(request)
+
+
+def _same_but_shapes(a: Any, b: Any) -> bool:
+    """True when two collective signatures differ only in the shapes of their tensors."""
+    def strip(signature: Any) -> tuple:
+        return (signature[0],) + tuple(x[1] if isinstance(x, tuple) else x for x in signature[1])
+    return strip(a) == strip(b)
+
+
+def _gather_mismatch(requests: List[SyncRequest]) -> GatherShapeMismatchError:
+    axis = requests[0].payload[0]
+    shapes = [[tuple(x.shape) for x in flatten(r.payload[1]) if isinstance(x, torch.Tensor)] for r in requests]
+    listing = ", ".join(f"replica {i}: {s[0] if len(s) == 1 else s}" for i, s in enumerate(shapes))
+    return GatherShapeMismatchError(
+        f"Shape mismatch in all_gather(axis={axis}): {listing}. The values gathered must have the "
+        f"same rank and the same size in every dimension except the gather axis ({axis}).")
 
 
 def merge_call_results(strategy: Any, requests: List[SyncRequest]) -> list:

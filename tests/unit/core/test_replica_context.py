@@ -195,8 +195,6 @@ def test_extra_collective_on_one_replica_raises():
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("make,match", [
-    (lambda: _all_gather(torch.zeros(2, rid() + 1)), "replica 0 passed .*\\(\\('\\*', 1\\), 'float32'\\).* "
-                                                      "but replica 1 passed .*\\(\\('\\*', 2\\), 'float32'\\)"),
     (lambda: _all_gather(torch.zeros(2, dtype=torch.float32 if rid() == 0 else torch.int64)), "int64"),
     (lambda: _all_reduce({"a": torch.ones(1)} if rid() == 0 else {"b": torch.ones(1)}), "'a'.* but .*'b'"),
     (lambda: _all_reduce([torch.ones(1)] * (rid() + 1)), "\\[tensor\\].* but .*\\[tensor, tensor\\]"),
@@ -214,7 +212,8 @@ def test_all_gather_shapes_may_differ_only_along_the_axis():
     s = distribute.MirroredStrategy(["CPU:0", "CPU:1"])
     out = s.run(lambda: distribute.get_replica_context().all_gather(torch.zeros(2, rid() + 1), axis=1))
     assert [tuple(v.shape) for v in out.values] == [(2, 3), (2, 3)]
-    with pytest.raises(CollectiveError, match="shapes may differ only along the gather axis"):
+    with pytest.raises(CollectiveError,
+                       match="Shape mismatch in all_gather\\(axis=0\\): replica 0: \\(2, 1\\), replica 1: \\(2, 2\\)"):
         s.run(lambda: distribute.get_replica_context().all_gather(torch.zeros(2, rid() + 1), axis=0))
 
 
