@@ -58,6 +58,9 @@ def test_central_storage_integer_mean_variable():
     assert isinstance(v, distribute.AggregatingVariable)
     s.run(lambda: v.assign_add(torch.tensor([2])))
     assert v.dtype == torch.int64 and v.tolist() == [3]
+    rid = distribute.get_replica_context
+    s.run(lambda: v.assign_add(torch.tensor([1 + rid().replica_id_in_sync_group])))  # mean 1.5
+    assert v.dtype == torch.int64 and v.tolist() == [4]
 
 
 def test_mirrored_still_refuses_integer_mean():
