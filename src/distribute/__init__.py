@@ -33,6 +33,7 @@ Example:
 """
 
 from distribute import cluster_resolver, data, errors, nn, optim
+from distribute._version import package_version as _package_version
 from distribute._core.context import (experimental_set_strategy, get_cross_replica_context,
                                       get_replica_context, get_strategy, has_strategy,
                                       in_cross_replica_context)
@@ -52,7 +53,9 @@ from distribute.function import function
 from distribute.strategies.mirrored import MirroredStrategy
 from distribute.strategies.multi_worker_mirrored import MultiWorkerMirroredStrategy
 from distribute.strategies.one_device import OneDeviceStrategy
-from distribute import experimental  # noqa: E402  (re-exports strategies defined above)
+from distribute import compat, experimental  # noqa: E402  (re-export strategies defined above)
+
+__version__ = _package_version()
 
 __all__ = [
     "AggregatingVariable", "CrossDeviceOps", "DistributedDataset", "DistributedIterator",
@@ -60,7 +63,7 @@ __all__ = [
     "InputOptions", "InputReplicationMode", "Mirrored", "MirroredStrategy", "MirroredVariable", "MultiWorkerMirroredStrategy",
     "NcclAllReduce", "OneDeviceStrategy", "PerReplica", "ReduceOp", "ReductionToOneDevice",
     "ReplicaContext", "Strategy", "StrategyExtended", "SyncOnReadVariable", "TensorSpec", "Variable",
-    "VariableAggregation", "VariableSynchronization", "cluster_resolver", "data", "errors", "experimental",
+    "VariableAggregation", "VariableSynchronization", "cluster_resolver", "compat", "data", "errors", "experimental",
     "experimental_set_strategy", "function", "get_cross_replica_context", "get_replica_context",
     "get_strategy", "has_strategy", "in_cross_replica_context", "nn", "optim",
 ]

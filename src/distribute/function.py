@@ -4,9 +4,13 @@ Eager torch needs no tracing, so a ``Function`` calls the Python function direct
 ``input_signature`` (one ``TensorSpec`` structure per positional parameter), every call is
 bound to the function's parameters and checked: tensors must match their spec's dtype and
 shape, and Python or numpy values are converted to tensors of the spec's dtype first (as
-TensorFlow converts them), so the function always receives tensors. A call that does not fit
-raises ``TypeError``, as ``tf.function`` does. With ``jit_compile=True`` the function is
-compiled with ``torch.compile`` on first call.
+TensorFlow converts them), so the function always receives tensors. A ``PerReplicaSpec``
+(what a distributed dataset's ``element_spec`` holds with several replicas) takes a
+``PerReplica`` whose components fit its component specs, passed through unchanged. A call that
+does not fit raises ``TypeError`` naming the argument, as ``tf.function`` does. A
+``StopIteration`` escaping the function (``next(iterator)`` past the end) becomes
+``distribute.errors.OutOfRangeError``, the error ``tf.function`` raises there. With
+``jit_compile=True`` the function is compiled with ``torch.compile`` on first call.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ import torch
 
 from distribute._base.nest import flatten, is_namedtuple
 from distribute._base.tensor_spec import StringDType, TensorSpec
+from distribute._core.values import DistributedValues, PerReplica
+from distribute.distributed_input.element_spec import PerReplicaSpec
+from distribute.errors import OutOfRangeError
 
 __all__ = ["Function", "function"]
 
@@ -58,24 +65,59 @@ def _convert(value: Any, spec: TensorSpec) -> torch.Tensor:
     return raw.to(target)
 
 
-def _conform(value: Any, spec: Any) -> Any:
-    """``value`` rebuilt with every leaf converted and checked against the spec structure."""
+def _conform(value: Any, spec: Any, path: str) -> Any:
+    """``value`` rebuilt with every leaf converted and checked against the spec structure;
+    ``path`` names the argument (and the position inside it) in errors."""
+    if isinstance(spec, PerReplicaSpec):
+        return _check_per_replica(value, spec, path)
     if isinstance(spec, TensorSpec):
-        return _leaf_to_tensor(value, spec)
+        if isinstance(value, DistributedValues):
+            raise _BindError(f"argument `{path}` is a {type(value).__name__} but its spec is the plain {spec!r}; "
+                             "use the distributed dataset's element_spec (a PerReplicaSpec) in input_signature")
+        try:
+            return _leaf_to_tensor(value, spec)
+        except _BindError as exc:
+            raise _BindError(f"argument `{path}`: {exc}") from None
     if isinstance(spec, dict):
-        return _conform_mapping(value, spec)
+        return _conform_mapping(value, spec, path)
     if isinstance(spec, (list, tuple)):
-        return _conform_sequence(value, spec)
-    raise _BindError(f"input_signature leaf {spec!r} is not a TensorSpec")
+        return _conform_sequence(value, spec, path)
+    raise _BindError(f"input_signature leaf {spec!r} is not a TensorSpec or PerReplicaSpec")
 
 
-def _conform_mapping(value: Any, spec: dict) -> dict:
+def _check_per_replica(value: Any, spec: PerReplicaSpec, path: str) -> Any:
+    """``value`` itself when it is a ``PerReplica`` whose components fit ``spec``'s."""
+    specs = spec.component_specs
+    if not isinstance(value, PerReplica):
+        raise _BindError(f"argument `{path}` must be a PerReplica of {len(specs)} component(s) for {spec!r}, "
+                         f"received {type(value).__name__}: {value!r}")
+    if len(value.values) != len(specs):
+        raise _BindError(f"argument `{path}` has {len(value.values)} per-replica component(s), its spec "
+                         f"{len(specs)}; was it made by a strategy with another number of replicas?")
+    for replica, (component, component_spec) in enumerate(zip(value.values, specs)):
+        if not component_spec.is_compatible_with(component):
+            got = TensorSpec.from_tensor(component) if isinstance(component, (torch.Tensor, np.ndarray, bytes)) \
+                else type(component).__name__
+            raise _BindError(f"argument `{path}`, replica {replica}: {got!r} does not match {component_spec!r} "
+                             f"({_difference(got, component_spec)})")
+    return value
+
+
+def _difference(got: Any, spec: TensorSpec) -> str:
+    if not isinstance(got, TensorSpec):
+        return "not a tensor"
+    if got.dtype != spec.dtype:
+        return f"dtype {got.dtype} instead of {spec.dtype}"
+    return f"shape {got.shape} instead of {spec.shape}"
+
+
+def _conform_mapping(value: Any, spec: dict, path: str) -> dict:
     if not isinstance(value, dict) or set(value) != set(spec):
-        raise _BindError(f"{value!r} has different keys or type than the signature {spec!r}")
-    return {k: _conform(value[k], spec[k]) for k in value}
+        raise _BindError(f"argument `{path}`: {value!r} has different keys or type than the signature {spec!r}")
+    return {k: _conform(value[k], spec[k], f"{path}[{k!r}]") for k in value}
 
 
-def _conform_sequence(value: Any, spec: Sequence[Any]) -> Any:
+def _conform_sequence(value: Any, spec: Sequence[Any], path: str) -> Any:
     if is_namedtuple(spec):
         same_kind = type(value) is type(spec)
     elif isinstance(spec, list):
@@ -83,8 +125,8 @@ def _conform_sequence(value: Any, spec: Sequence[Any]) -> Any:
     else:
         same_kind = isinstance(value, tuple) and not is_namedtuple(value)
     if not same_kind or len(value) != len(spec):
-        raise _BindError(f"Can not cast {value!r} to the structure {spec!r}")
-    items = [_conform(v, s) for v, s in zip(value, spec)]
+        raise _BindError(f"argument `{path}`: Can not cast {value!r} to the structure {spec!r}")
+    items = [_conform(v, s, f"{path}[{i}]") for i, (v, s) in enumerate(zip(value, spec))]
     return type(value)(*items) if is_namedtuple(value) else type(value)(items)
 
 
@@ -139,7 +181,10 @@ class Function:
             if self._compiled is None:
                 self._compiled = torch.compile(self._python_function)
             target = self._compiled
-        return target(*args, **kwargs)
+        try:
+            return target(*args, **kwargs)
+        except StopIteration as exc:  # next(iterator) past the end, as tf.function reports it
+            raise OutOfRangeError("End of sequence") from exc
 
     # -- input_signature ----------------------------------------------------------------
     def _parameters(self, bound_method: bool) -> Optional[List[inspect.Parameter]]:
@@ -154,7 +199,8 @@ class Function:
             if params is None:
                 if kwargs or len(args) != len(self._input_signature):
                     raise _BindError(f"expected {len(self._input_signature)} positional argument(s)")
-                return tuple(_conform(a, s) for a, s in zip(args, self._input_signature)), kwargs
+                return tuple(_conform(a, s, f"args[{i}]")
+                             for i, (a, s) in enumerate(zip(args, self._input_signature))), kwargs
             return self._bind_parameters(params, args, kwargs)
         except _BindError as exc:
             raise TypeError(
@@ -173,7 +219,7 @@ class Function:
                 if specs:
                     spec = specs.pop(0)
                     if param.name in arguments:
-                        arguments[param.name] = _conform(arguments[param.name], spec)
+                        arguments[param.name] = _conform(arguments[param.name], spec, param.name)
                 elif param.name in arguments:
                     raise _BindError(f"input_signature missing type constraint for {param.name}")
             elif param.kind is inspect.Parameter.VAR_POSITIONAL:
@@ -181,7 +227,8 @@ class Function:
                 if len(values) != len(specs):
                     raise _BindError(f"input_signature has {len(specs)} constraint(s) for *{param.name} but "
                                      f"{len(values)} value(s) were passed")
-                arguments[param.name] = tuple(_conform(v, s) for v, s in zip(values, specs))
+                arguments[param.name] = tuple(_conform(v, s, f"{param.name}[{i}]")
+                                              for i, (v, s) in enumerate(zip(values, specs)))
                 specs = []
             elif param.name in arguments:
                 raise _BindError(f"input_signature missing type constraint for {param.name}")
@@ -210,9 +257,11 @@ def function(fn: Optional[Callable] = None, input_signature: Optional[Sequence[A
 
     Args:
         fn: the function to wrap (``None`` to use ``function(...)`` as a decorator factory).
-        input_signature: optional list or tuple with one ``TensorSpec`` structure per positional
-            parameter. Calls are then bound and checked (``TypeError`` when they do not fit);
-            Python and numpy values are converted to tensors of the spec's dtype.
+        input_signature: optional list or tuple with one structure of ``TensorSpec`` and
+            ``PerReplicaSpec`` (a distributed dataset's or iterator's ``element_spec``) per
+            positional parameter. Calls are then bound and checked (``TypeError`` naming the
+            argument when they do not fit); Python and numpy values are converted to tensors
+            of the spec's dtype, ``PerReplica`` values are passed through.
         jit_compile: compile ``fn`` with ``torch.compile`` on first call (``None`` means False).
         **unused: other ``tf.function`` options (``autograph``, ``reduce_retracing``, ...),
             accepted and ignored: eager torch has nothing to trace.
@@ -228,10 +277,11 @@ def function(fn: Optional[Callable] = None, input_signature: Optional[Sequence[A
         raise TypeError(f"input_signature must be either a tuple or a list, got {type(input_signature)}: "
                         f"{input_signature!r}.")
     if input_signature is not None:
-        bad = [spec for spec in flatten(list(input_signature)) if not isinstance(spec, TensorSpec)]
+        bad = [spec for spec in flatten(list(input_signature)) if not isinstance(spec, (TensorSpec, PerReplicaSpec))]
         if bad:
             raise TypeError(f"input_signature must be a possibly nested sequence of TensorSpec objects, got "
-                            f"invalid args {bad!r} with types {[type(b).__name__ for b in bad]}.")
+                            f"invalid args {bad!r} with types {[type(b).__name__ for b in bad]}. (PerReplicaSpec "
+                            "leaves, as in a distributed dataset's element_spec, are accepted too.)")
     if jit_compile is None:
         jit_compile = False
     if not isinstance(jit_compile, bool):

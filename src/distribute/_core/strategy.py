@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
@@ -30,22 +30,24 @@ CROSS_REPLICA_ERROR = ("Method requires being in cross-replica context, use "
 def check_not_in_replica_context(strategy: "Strategy", message: str = CROSS_REPLICA_ERROR) -> None:
     """Raises unless the caller may use ``strategy``'s cross-replica API here."""
     mode = context.current_mode()
-    if mode is None:
-        return
-    if mode.strategy is not strategy and mode.strategy is not context.default_strategy():
+    default = context.default_strategy()
+    if mode is None or (mode.strategy is default and strategy is default):
+        return  # the default mode, or the default strategy's own scope (cross-replica for it)
+    if mode.strategy is not strategy and mode.strategy is not default:
         raise RuntimeError(f"Mixing different distribute.Strategy objects: {strategy} is not {mode.strategy}")
     if mode.strategy is strategy and mode.replica_context is not None and mode.cross_replica is None:
         raise RuntimeError(message)
 
 
 class _Scope:
-    """The context manager returned by ``Strategy.scope()``."""
+    """The context manager returned by ``Strategy.scope()``; one object may be re-entered
+    while active (``with s: with s:``), each entry exited in turn."""
 
-    __slots__ = ("_strategy", "_mode")
+    __slots__ = ("_strategy", "_modes")
 
     def __init__(self, strategy: "Strategy") -> None:
         self._strategy = strategy
-        self._mode: Optional[Mode] = None
+        self._modes: List[Mode] = []
 
     def __enter__(self) -> "Strategy":
         strategy = self._strategy
@@ -60,19 +62,21 @@ class _Scope:
                 and strategy is not default:
             raise RuntimeError(CROSS_REPLICA_ERROR)
         if strategy is default:
-            self._mode = Mode(strategy, None, context.default_replica_context())
+            mode = Mode(strategy, None, context.default_replica_context())
         else:
-            self._mode = Mode(strategy, strategy, None)
-        context.push(self._mode)
+            mode = Mode(strategy, strategy, None)
+        self._modes.append(mode)
+        context.push(mode)
         return strategy
 
     def __exit__(self, *exc: Any) -> None:
         current = context.current_mode()
-        if current is not self._mode:
+        if not self._modes or current is not self._modes[-1]:
             raise RuntimeError(
                 "Strategy scope nesting error: a scope entered inside this one was not exited "
                 "first. Exit inner `with` blocks (and call experimental_set_strategy(None)) "
                 "before leaving the strategy scope.")
+        self._modes.pop()
         context.pop()
 
 
@@ -252,20 +256,28 @@ class Strategy:
     experimental_distribute_datasets_from_function = distribute_datasets_from_function
 
     def make_dataset_iterator(self, dataset: Any) -> Any:
-        """Deprecated (TF1): an iterator of ``experimental_distribute_dataset(dataset)``; ``initialize()`` restarts it."""
+        """Deprecated (TF1): an iterator of ``experimental_distribute_dataset(dataset)`` with
+        ``initializer``/``initialize()``, which restart it. Enters this strategy's scope."""
         from distribute.distributed_input import api  # upward: see the comment above
 
-        return api.InitializableIterator(self.experimental_distribute_dataset(dataset))
+        with self.scope():
+            return api.InitializableIterator(self.experimental_distribute_dataset(dataset))
 
     def make_input_fn_iterator(self, input_fn: Callable, replication_mode: Any = None) -> Any:
-        """Deprecated (TF1): an initializable iterator over
-        ``distribute_datasets_from_function(input_fn)``; only ``PER_WORKER`` replication."""
+        """Deprecated (TF1): an initializable iterator over what ``input_fn(InputContext)``
+        returns: a dataset (distributed as by ``distribute_datasets_from_function``) or a
+        ``get_next`` callable, called once per local replica and step. ``PER_WORKER`` only."""
         from distribute.distributed_input import api  # upward: see the comment above
 
         api.check_dataset_fn(input_fn, "input_fn")
         api.check_replication_mode(api.InputReplicationMode.PER_WORKER if replication_mode is None
                                    else replication_mode)
-        return api.InitializableIterator(self.distribute_datasets_from_function(input_fn))
+        with self.scope():
+            return api.make_input_fn_iterator(self, input_fn)
+
+    def update_config_proto(self, config_proto: Any) -> Any:
+        """Deprecated (TF1 sessions): a deep copy of ``config_proto``; there is no session to configure."""
+        return copy.deepcopy(config_proto)
 
     def experimental_run(self, fn: Callable, input_iterator: Any = None) -> Any:
         """Deprecated: ``run(fn, args=(input_iterator.get_next(),))`` (``run(fn)`` without an iterator)."""
@@ -403,8 +415,20 @@ class StrategyExtended:
         return results[0] if len(results) == 1 else Mirrored(results)
 
     def call_for_each_replica(self, fn: Callable, args: Any = (), kwargs: Optional[Dict[str, Any]] = None) -> Any:
-        """``run`` without options: runs ``fn`` on each replica (cross-replica context only)."""
+        """``run`` without options: runs ``fn`` on each replica (cross-replica context only).
+
+        ``args`` is a list or tuple of positional arguments; any other single value (a
+        ``PerReplica`` from ``iterator.get_next()``, a tensor, a dict) is the one argument
+        (``None`` means none).
+        """
         check_not_in_replica_context(self._container_strategy())
+        if args is None:
+            args = ()
+        elif not isinstance(args, (list, tuple)):
+            args = (args,)
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise TypeError(f"call_for_each_replica expects `kwargs` to be a dict or None, received {kwargs!r} "
+                            f"of type {type(kwargs).__name__}; pass positional arguments with `args`.")
         return self._container_strategy().run(fn, args, kwargs)
 
     def value_container(self, value: Any) -> Any:

@@ -17,10 +17,11 @@ import torch
 from distribute._base.reduce_op import ReduceOp
 from distribute._core.reduction import reduce_components
 from distribute._core.values import DistributedValues, Mirrored
+from distribute._core.distributed_variables import DistributedVariable
 
 __all__ = [
     "CommunicationImplementation", "CommunicationOptions", "CrossDeviceOps", "HierarchicalCopyAllReduce",
-    "NcclAllReduce", "ReductionToOneDevice",
+    "NcclAllReduce", "ReductionToOneDevice", "destination_devices",
 ]
 
 
@@ -84,6 +85,40 @@ def _components(value: Any) -> List[torch.Tensor]:
     return [value]
 
 
+_DESTINATION_KINDS = ("a device name such as '/cpu:0', a torch.device, a tensor, a variable, a "
+                      "DistributedValues (Mirrored, PerReplica, a distributed variable) or a non-empty "
+                      "list of devices")
+
+
+def destination_devices(destinations: Any) -> List[torch.device]:
+    """The devices ``destinations`` names, in order (``reduce_to`` and ``CrossDeviceOps``).
+
+    Raises:
+        ValueError: for anything else, or an empty list.
+    """
+    if isinstance(destinations, DistributedVariable):
+        return [c.device for c in destinations._components()]
+    if isinstance(destinations, DistributedValues):
+        return [torch.as_tensor(v).device for v in destinations.values]
+    if isinstance(destinations, torch.Tensor):
+        return [destinations.device]
+    if isinstance(destinations, (str, torch.device)):
+        return [_device(destinations)]
+    if isinstance(destinations, (list, tuple)) and destinations and all(
+            isinstance(d, (str, torch.device)) for d in destinations):
+        return [_device(d) for d in destinations]
+    raise ValueError(f"destinations must be {_DESTINATION_KINDS}; received {destinations!r} of type "
+                     f"{type(destinations).__name__}.")
+
+
+def _device(name: Any) -> torch.device:
+    if isinstance(name, torch.device):
+        return name
+    from distribute._core.devices import canonicalize
+
+    return canonicalize(name).torch_device
+
+
 def _result(tensors: List[torch.Tensor]) -> Any:
     return tensors[0] if len(tensors) == 1 else Mirrored(tensors)
 
@@ -91,19 +126,29 @@ def _result(tensors: List[torch.Tensor]) -> Any:
 class CrossDeviceOps(abc.ABC):
     """Reduces and broadcasts values between the devices of one process."""
 
-    def reduce(self, reduce_op: Any, per_replica_value: Any, destinations: Sequence[torch.device],
-               options: Any = None) -> Any:
-        """Reduces ``per_replica_value`` and places a copy on each destination device."""
+    def reduce(self, reduce_op: Any, per_replica_value: Any, destinations: Any, options: Any = None) -> Any:
+        """Reduces ``per_replica_value`` and places a copy on each destination device.
+
+        ``destinations`` is a device name, a ``torch.device``, a tensor, a variable, a
+        ``DistributedValues`` (its components' devices) or a list of devices.
+        """
         op = ReduceOp.resolve(reduce_op)
-        return _result(self.reduce_implementation(op, _components(per_replica_value), list(destinations)))
+        devices = destination_devices(destinations)
+        return _result(self.reduce_implementation(op, _components(per_replica_value), devices))
 
     def batch_reduce(self, reduce_op: Any, value_destination_pairs: Sequence[Any], options: Any = None) -> list:
         """``reduce`` over ``(value, destinations)`` pairs."""
+        if not isinstance(value_destination_pairs, (list, tuple)) or not all(
+                isinstance(p, (list, tuple)) and len(p) == 2 for p in value_destination_pairs):
+            raise ValueError("value_destination_pairs must be a list or tuple of (value, destinations) "
+                             f"pairs, received {value_destination_pairs!r}.")
+        for _, destinations in value_destination_pairs:
+            destination_devices(destinations)
         return [self.reduce(reduce_op, v, d, options) for v, d in value_destination_pairs]
 
-    def broadcast(self, tensor: torch.Tensor, destinations: Sequence[torch.device]) -> Any:
-        """Copies ``tensor`` onto each destination device."""
-        return _result(self.broadcast_implementation(tensor, list(destinations)))
+    def broadcast(self, tensor: torch.Tensor, destinations: Any) -> Any:
+        """Copies ``tensor`` onto each device of ``destinations`` (the kinds ``reduce`` takes)."""
+        return _result(self.broadcast_implementation(tensor, destination_devices(destinations)))
 
     @abc.abstractmethod
     def reduce_implementation(self, op: ReduceOp, tensors: List[torch.Tensor],

@@ -15,11 +15,11 @@ from distribute.distributed_input.distributed_dataset import (DistributedDataset
 from distribute.distributed_input.input_options import (InputOptions, InputReplicationMode,
                                                         check_function_options, resolve_options)
 from distribute.distributed_input.sources import check_input
-from distribute.distributed_input.v1 import InitializableIterator
+from distribute.distributed_input.v1 import InitializableIterator, make_input_fn_iterator
 
 __all__ = ["InitializableIterator", "InputReplicationMode", "check_dataset", "check_dataset_fn", "check_dataset_options",
            "check_function_options", "check_replication_mode", "distribute_dataset",
-           "distribute_datasets_from_function", "resolve_options"]
+           "distribute_datasets_from_function", "make_input_fn_iterator", "resolve_options"]
 
 
 def check_dataset(dataset: Any) -> None:

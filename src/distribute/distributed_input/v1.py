@@ -1,20 +1,25 @@
 """The TF1-style input API kept on ``Strategy``: initializable iterators.
 
 ``make_dataset_iterator(dataset)`` and ``make_input_fn_iterator(input_fn)`` return an
-:class:`InitializableIterator`: a distributed iterator with ``initialize()``, which restarts
-it from the beginning of the data (TensorFlow 1 ran an initializer op; eagerly it re-creates
-the iterator).
+:class:`InitializableIterator`: a distributed iterator with ``initializer`` (and the older
+``initialize()``), which restarts it from the beginning of the data (TensorFlow 1 ran an
+initializer op; eagerly it re-creates the iterator). An ``input_fn`` may also return a
+``get_next`` callable instead of a dataset: :class:`CallableIterator` then calls it once per
+local replica at every step, as TensorFlow's input-function iterator does.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Callable
 
+from distribute._core.replica_context import InputContext
+from distribute._core.values import regroup
 from distribute.data import Optional
 from distribute.distributed_input.interfaces import DistributedIterator
 from distribute.errors import OutOfRangeError
 
-__all__ = ["InitializableIterator"]
+__all__ = ["CallableIterator", "InitializableIterator", "make_input_fn_iterator"]
 
 
 class InitializableIterator(DistributedIterator):
@@ -36,8 +41,13 @@ class InitializableIterator(DistributedIterator):
         self._iterator = iter(dataset)
 
     def initialize(self) -> None:
-        """Restarts the iteration from the beginning of the data."""
+        """Restarts the iteration from the beginning of the data (deprecated: use ``initializer``)."""
         self._iterator = iter(self._dataset)
+
+    @property
+    def initializer(self) -> None:
+        """Restarts the iteration (TensorFlow's initializer op, run eagerly when read)."""
+        return self.initialize()
 
     @property
     def element_spec(self) -> Any:
@@ -77,3 +87,68 @@ class InitializableIterator(DistributedIterator):
 
     def __repr__(self) -> str:
         return f"<distribute.InitializableIterator over {self._dataset!r}>"
+
+
+class CallableIterator(DistributedIterator):
+    """The iterator of an ``input_fn`` that returned a ``get_next`` callable: every step calls
+    it once per local replica; its ``OutOfRangeError`` or ``StopIteration`` ends the data.
+
+    Example:
+        >>> s = distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+        >>> rows = iter(range(4))
+        >>> it = s.make_input_fn_iterator(lambda ctx: lambda: next(rows))
+        >>> it.get_next().values
+        (0, 1)
+    """
+
+    def __init__(self, get_next: Callable[[], Any], num_local_replicas: int) -> None:
+        self._fn = get_next
+        self._num_local_replicas = num_local_replicas
+
+    def initialize(self) -> None:
+        """Nothing to restart: the callable keeps its own position (as in TensorFlow)."""
+        return None
+
+    @property
+    def initializer(self) -> None:
+        """See ``initialize``."""
+        return self.initialize()
+
+    @property
+    def element_spec(self) -> None:
+        """Unknown (``None``): a callable declares no structure."""
+        return None
+
+    def get_next(self) -> Any:
+        """One call of the callable per local replica (a ``PerReplica`` structure for several)."""
+        try:
+            values = [self._fn() for _ in range(self._num_local_replicas)]
+        except StopIteration:
+            raise OutOfRangeError("End of sequence") from None
+        return values[0] if len(values) == 1 else regroup(values, always_wrap=True)
+
+    def get_next_as_optional(self) -> Optional:
+        """The next element as an Optional, empty at the end."""
+        try:
+            return Optional(self.get_next(), None)
+        except OutOfRangeError:
+            return Optional.empty(None)
+
+    def __next__(self) -> Any:
+        try:
+            return self.get_next()
+        except OutOfRangeError:
+            raise StopIteration from None
+
+    def __repr__(self) -> str:
+        return f"<distribute.CallableIterator over {self._fn!r}>"
+
+
+def make_input_fn_iterator(strategy: Any, input_fn: Callable[..., Any]) -> DistributedIterator:
+    """``strategy.make_input_fn_iterator(input_fn)``: calls ``input_fn`` once with this worker's
+    ``InputContext`` and iterates its dataset or ``get_next`` callable."""
+    num_workers, worker_index = strategy.extended._input_workers()
+    result = input_fn(InputContext(num_workers, worker_index, strategy.num_replicas_in_sync))
+    if callable(result) and not isinstance(result, Iterable):
+        return CallableIterator(result, strategy.extended._num_local_replicas)
+    return InitializableIterator(strategy.distribute_datasets_from_function(lambda ctx: result))

@@ -7,11 +7,17 @@ gradients accumulate into one ``.grad`` (the sum over replicas) with no copies.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
+import torch
+
+from distribute._core import context
+from distribute._core.context import Mode
 from distribute._core.devices import canonicalize, default_devices, resolve_devices
 from distribute._core.distributed_variables import AggregatingVariable, resolve_variable_kwargs
+from distribute._base.reduce_op import VariableAggregation
 from distribute._core.strategy import Strategy
+from distribute._core.values import select_replica
 from distribute._core.variables import Variable
 from distribute.strategies.multi_replica import MultiReplicaExtended
 
@@ -63,13 +69,35 @@ class CentralStorageExtended(MultiReplicaExtended):
         return (self._raw_parameter_device,)
 
     def _make_variable(self, kwargs: dict) -> Any:
+        if len(self._devices) == 1:  # one replica: a plain variable, as TensorFlow gives
+            var = Variable._plain(device=self._parameter_device.torch_device, **kwargs)
+            var._distribute_strategy = self._container_strategy()
+            return var
+        # Any aggregation with any dtype: one tensor holds the value, so MEAN of integers is
+        # well defined (TensorFlow creates it); the mirrored strategies refuse it.
+        aggregation = kwargs.pop("aggregation", VariableAggregation.NONE)
         resolve_variable_kwargs(kwargs)
+        kwargs["aggregation"] = aggregation
         var = Variable._plain(device=self._parameter_device.torch_device, _cls=AggregatingVariable, **kwargs)
         var._distribute_strategy = self._container_strategy()
         devices = tuple(self._torch_devices())
         if any(d != var.device for d in devices):
             var._replica_devices = devices
         return var
+
+    def _update(self, var: Any, fn: Callable, args: tuple, kwargs: dict, group: bool) -> Any:
+        """Runs ``fn`` once on the single stored variable (any aggregation), in cross-replica
+        context, with the first component of distributed arguments."""
+        strategy = self._container_strategy()
+        context.push(Mode(strategy, strategy, None))
+        previous = context.set_update_replica_id(None)
+        try:
+            with torch.no_grad():
+                result = fn(var, *select_replica(0, args), **select_replica(0, kwargs))
+        finally:
+            context.set_update_replica_id(previous)
+            context.pop()
+        return result if group else (result,)
 
     def _check_colocate(self, var: Any) -> None:
         return None

@@ -21,7 +21,7 @@ from distribute._core.replica_context import ValueContext
 from distribute._core.strategy import CROSS_REPLICA_ERROR, StrategyExtended
 from distribute._core.values import DistributedValues, Mirrored, PerReplica, regroup, select_replica
 from distribute._core.variables import Variable
-from distribute.collectives.cross_device_ops import CrossDeviceOps, ReductionToOneDevice
+from distribute.collectives.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, destination_devices
 from distribute.strategies.collective_grads import AllGatherGrad, AllReduceGrad, Sync
 from distribute.strategies.replica_runner import ReplicaRunner, SyncRequest, leaf_signature, merge_call_results
 
@@ -170,13 +170,7 @@ class MultiReplicaExtended(StrategyExtended):
 
     # -- cross-replica hooks ----------------------------------------------------------
     def _destination_devices(self, destinations: Any) -> List[torch.device]:
-        if isinstance(destinations, DistributedValues):
-            return [as_tensor(v).device for v in destinations.values]
-        if getattr(destinations, "_is_distributed_variable", False):
-            return [c.device for c in destinations._components()]
-        if isinstance(destinations, torch.Tensor):
-            return [destinations.device]
-        return [canonicalize(destinations).torch_device]
+        return destination_devices(destinations)
 
     def _reduce_to(self, op: ReduceOp, value: Any, destinations: Any, options: Any) -> Any:
         devices = self._destination_devices(destinations)

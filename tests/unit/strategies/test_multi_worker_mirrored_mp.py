@@ -193,6 +193,10 @@ def test_distributed_input_across_workers() -> None:
     # Worker 1 runs out first; both stop on the same step (it gets an empty batch).
     assert first["partial"] == [[0, 1], [4]] and second["partial"] == [[2, 3], []]
     assert first["from_function"] == [[0, 1], [4, 5]] and second["from_function"] == [[2, 3], []]
+    # input_signature=[dist.element_spec] (issue 24): the same batches, partial step included.
+    assert first["signature"] == [[0, 10], [40]] and second["signature"] == [[20, 30], []]
+    assert first["signature_from_function"] == [[0, 10], [40, 50]]
+    assert second["signature_from_function"] == [[20, 30], []]
     # One shuffle order for both workers (worker 0's seed): disjoint halves covering everything.
     seen = [x for batch in first["shuffle"] + second["shuffle"] for x in batch]
     assert sorted(seen) == list(range(16))

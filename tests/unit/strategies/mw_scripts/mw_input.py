@@ -3,7 +3,9 @@
 Prints, for each case, the batches this worker's replica received step by step:
 the seed's FILE / DATA / OFF tables (2 workers x 1 replica, global batch 4), partial batches
 that leave one worker without data (every worker must stop on the same step),
-``distribute_datasets_from_function``, and a shuffle whose seed the workers agree on.
+``distribute_datasets_from_function``, both again through a ``distribute.function`` whose
+``input_signature`` is the distributed dataset's ``element_spec``, and a shuffle whose seed the
+workers agree on.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, List
 import torch
 from _common import as_list, emit
 
+import distribute
 from distribute.collectives.cross_device_ops import CommunicationOptions
 from distribute.data import AutoShardPolicy, Dataset, Options, TextLineDataset
 from distribute.strategies.multi_worker_mirrored import MultiWorkerMirroredStrategy
@@ -44,6 +47,13 @@ def steps(strategy: MultiWorkerMirroredStrategy, distributed: Any) -> List[Any]:
     return seen
 
 
+def signature_steps(strategy: MultiWorkerMirroredStrategy, distributed: Any) -> List[Any]:
+    """``steps`` through a ``distribute.function`` whose input_signature is the element_spec."""
+    step = distribute.function(lambda batch: strategy.run(lambda x: x * 10, args=(batch,)),
+                               input_signature=[distributed.element_spec])
+    return [as_list(step(batch)) for batch in distributed]
+
+
 def main() -> None:
     strategy = MultiWorkerMirroredStrategy(communication_options=CommunicationOptions(timeout_seconds=30))
     rank = strategy.extended._rank
@@ -59,6 +69,9 @@ def main() -> None:
             with_policy(one_file.batch(4), AutoShardPolicy.OFF))))
     emit("partial", steps(strategy, strategy.experimental_distribute_dataset(Dataset.range(5).batch(4))))
     emit("from_function", steps(strategy, strategy.distribute_datasets_from_function(
+        lambda ctx: Dataset.range(6).batch(2).shard(ctx.num_input_pipelines, ctx.input_pipeline_id))))
+    emit("signature", signature_steps(strategy, strategy.experimental_distribute_dataset(Dataset.range(5).batch(4))))
+    emit("signature_from_function", signature_steps(strategy, strategy.distribute_datasets_from_function(
         lambda ctx: Dataset.range(6).batch(2).shard(ctx.num_input_pipelines, ctx.input_pipeline_id))))
     shuffled = Dataset.range(16).shuffle(16).batch(8)
     emit("shuffle", steps(strategy, strategy.experimental_distribute_dataset(shuffled)))
