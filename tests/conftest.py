@@ -31,3 +31,36 @@ def _no_leaks():
     changed = sorted(k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k) and k != "PYTEST_CURRENT_TEST")
     assert not changed, f"test changed os.environ {changed}; use monkeypatch or an explicit mapping"
     assert context.stack() == [], f"test left strategy scopes open: {context.stack()}"
+
+
+# -- the multi-worker entry of the named-strategy matrix (see tests/multi_worker_matrix.py) ----
+import multi_worker_matrix as _matrix  # noqa: E402
+
+_matrix_job: list = []
+
+
+def pytest_sessionstart(session):
+    if _matrix.in_worker():
+        _matrix.multi_worker_strategy()  # joined before any test, so its threads are no leak
+
+
+def pytest_collection_modifyitems(session, config, items):
+    cases = [item for item in items if _matrix.is_matrix_case(item)]
+    for item in cases:
+        item.add_marker(pytest.mark.multiprocess)
+        item.add_marker(pytest.mark.timeout(_matrix.JOB_TIMEOUT + 60))
+    if cases and not _matrix.in_worker():
+        _matrix_job.append(_matrix.MatrixJob(cases, Path(str(config.rootpath))))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    if _matrix.in_worker() or not _matrix.is_matrix_case(pyfuncitem):
+        return None
+    _matrix.judge(_matrix_job[0], pyfuncitem.nodeid)
+    return True
+
+
+def pytest_runtest_logreport(report):
+    if _matrix.in_worker():
+        _matrix.write_report(report)

@@ -26,11 +26,17 @@ def _central_storage_2():
     return distribute.experimental.CentralStorageStrategy(["CPU:0", "CPU:1"])
 
 
+def _multi_worker_2x2():
+    from multi_worker_matrix import multi_worker_strategy
+    return multi_worker_strategy()
+
+
 FACTORIES = {
     "default": _default,
     "one_device": _one_device,
     "mirrored_2": _mirrored_2,
     "central_storage_2": _central_storage_2,
+    "multi_worker_2x2": _multi_worker_2x2,  # 2 worker processes x 2 logical CPUs: multi_worker_matrix.py
 }
 
 

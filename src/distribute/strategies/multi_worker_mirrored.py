@@ -118,12 +118,14 @@ class _SyncingScope(_Scope):
                 extended._sync_variables()
 
 
-def _local_devices(task_type: Optional[str], task_id: Optional[int]) -> Tuple[Device, ...]:
+def _local_devices(resolver: ClusterResolver, task_type: Optional[str], task_id: Optional[int]) -> Tuple[Device, ...]:
+    """This worker's replicas: every GPU; else ``num_accelerators()['CPU']`` logical CPUs (default one)."""
     job = task_type or "localhost"
     task = task_id or 0
     if torch.cuda.is_available() and torch.cuda.device_count() > 0:
         return tuple(canonicalize(f"GPU:{i}", job=job, task=task) for i in range(torch.cuda.device_count()))
-    return (canonicalize("CPU:0", job=job, task=task),)
+    cpus = resolver.num_accelerators().get("CPU", 1)
+    return tuple(canonicalize(f"CPU:{i}", job=job, task=task) for i in range(max(1, cpus)))
 
 
 def _cluster_role(resolver: ClusterResolver) -> Tuple[Any, Optional[str], Optional[int], int, int]:
@@ -154,7 +156,7 @@ class MultiWorkerMirroredExtended(MirroredExtended):
     def __init__(self, container_strategy: Strategy, resolver: ClusterResolver,
                  options: CommunicationOptions) -> None:
         spec, task_type, task_id, num_workers, rank = _cluster_role(resolver)
-        devices = _local_devices(task_type, task_id)
+        devices = _local_devices(resolver, task_type, task_id)
         super().__init__(container_strategy, devices, None)
         self._cluster_resolver = resolver
         self._communication_options = options
