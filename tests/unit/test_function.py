@@ -11,7 +11,7 @@ import torch._inductor.config
 import distribute
 from distribute import TensorSpec
 from distribute.function import Function
-from tests.strategies import named_strategies
+from tests.strategies import local_replica_ids, named_strategies
 
 VECTOR = TensorSpec(shape=(None,), dtype=torch.float32)
 Pair = collections.namedtuple("Pair", ["a", "b"])
@@ -228,7 +228,7 @@ def test_string_specs_accept_bytes():
 @pytest.mark.parametrize("make_strategy", named_strategies())
 def test_signature_checked_inside_each_replica(make_strategy):
     s = make_strategy()
-    n = s.num_replicas_in_sync
+    n = len(local_replica_ids(s))  # this process's replicas
     with s.scope():
         model = torch.nn.Linear(3, 1, bias=False)
         torch.nn.init.ones_(model.weight)
@@ -240,7 +240,7 @@ def test_signature_checked_inside_each_replica(make_strategy):
     batches = s.experimental_distribute_values_from_function(
         lambda ctx: torch.full((ctx.replica_id_in_sync_group + 1, 3), 1.0))
     out = s.run(forward, args=(batches,))
-    assert [float(v) for v in s.experimental_local_results(out)] == [3.0 * (i + 1) for i in range(n)]
+    assert [float(v) for v in s.experimental_local_results(out)] == [3.0 * (i + 1) for i in local_replica_ids(s)]
     with pytest.raises(TypeError, match="Binding inputs to forward failed"):
         s.run(forward, args=(torch.ones(2, 4),))
     assert len(s.experimental_local_results(s.run(lambda: torch.ones(1)))) == n  # nothing left blocked

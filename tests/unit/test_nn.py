@@ -7,7 +7,7 @@ import torch
 import distribute
 from distribute.errors import InvalidArgumentError
 from distribute.nn import compute_average_loss, scale_regularization_loss
-from tests.strategies import named_strategies
+from tests.strategies import local_replica_ids, named_strategies
 
 LOSS = torch.tensor([1.0, 3.0])
 MATRIX = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
@@ -128,11 +128,12 @@ def test_uneven_replica_batches_add_up_to_the_global_mean():
 @pytest.mark.parametrize("make_strategy", named_strategies())
 def test_runs_in_replica_context_of_every_strategy(make_strategy):
     s = make_strategy()
-    n = s.num_replicas_in_sync
+    n = s.num_replicas_in_sync  # the global batch and the scaling count every worker's replicas
+    local = len(local_replica_ids(s))  # the results are this process's replicas'
     values = run_per_replica(s, lambda: compute_average_loss(LOSS))
-    assert values == pytest.approx([4.0 / (2 * n)] * n)
+    assert values == pytest.approx([4.0 / (2 * n)] * local)
     values = run_per_replica(s, lambda: scale_regularization_loss(torch.tensor(4.0)))
-    assert values == pytest.approx([4.0 / n] * n)
+    assert values == pytest.approx([4.0 / n] * local)
 
 
 @pytest.mark.parametrize("make_strategy", named_strategies("one_device", "mirrored_2", "central_storage_2"))

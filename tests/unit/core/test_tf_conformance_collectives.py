@@ -11,7 +11,7 @@ import torch
 
 import distribute
 from distribute.errors import CollectiveError, GatherShapeMismatchError, InvalidArgumentError
-from tests.strategies import named_strategies
+from tests.strategies import local_replica_ids, named_strategies
 
 ALL = named_strategies() + [
     pytest.param(lambda: distribute.MirroredStrategy(["CPU:0"]), id="mirrored_1"),
@@ -38,6 +38,11 @@ def local_floats(strategy, value):
     return [v.tolist() for v in strategy.experimental_local_results(value)]
 
 
+def per_local_replica(strategy, value):
+    """``value`` once per replica of this process (each worker sees only its own)."""
+    return [value] * len(local_replica_ids(strategy))
+
+
 # -- 21.2 / 23.1: gradients through collectives, any number of replicas -------------------------
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("make_strategy", ALL)
@@ -54,7 +59,7 @@ def test_all_reduce_gradient(make_strategy, op, base):
     factors = [base + i for i in range(n)]
     grads = s.run(step, args=(per_replica(s, lambda i: torch.tensor(factors[i])),))
     expected = sum(factors) if op == "sum" else sum(factors) / n
-    assert local_floats(s, grads) == [expected] * n  # one replica: TF's [4.] and [5.]
+    assert local_floats(s, grads) == per_local_replica(s, expected)  # one replica: TF's [4.] and [5.]
 
 
 @pytest.mark.timeout(60)
@@ -69,7 +74,7 @@ def test_all_gather_gradient(make_strategy):
         y.sum().backward()
         return x.grad
 
-    assert local_floats(s, s.run(step)) == [[[float(n)], [float(n)]]] * n  # one replica: [[1], [1]]
+    assert local_floats(s, s.run(step)) == per_local_replica(s, [[float(n)], [float(n)]])  # one replica: [[1], [1]]
 
 
 @pytest.mark.timeout(60)
@@ -85,7 +90,7 @@ def test_backward_through_nested_collectives_reaches_the_variable(make_strategy)
         g = ctx().all_gather(y["a"], axis=0)
         return torch.autograd.grad(g.sum() + y["b"][0].sum(), w)[0]
 
-    assert local_floats(s, s.run(step)) == [[2.0 * n * n + n] * 2] * n
+    assert local_floats(s, s.run(step)) == per_local_replica(s, [2.0 * n * n + n] * 2)
 
 
 # -- 21.1: all_gather shape mismatches are argument errors ----------------------------------------
@@ -197,7 +202,7 @@ def test_replica_context_inside_run_is_a_context_manager(make_strategy):
         return inner, ctx() is current
 
     total, restored = s.run(step)
-    assert local_floats(s, total) == [float(s.num_replicas_in_sync)] * s.num_replicas_in_sync
+    assert local_floats(s, total) == per_local_replica(s, float(s.num_replicas_in_sync))
     assert restored is True
 
 

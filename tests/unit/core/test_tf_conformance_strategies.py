@@ -13,7 +13,7 @@ import distribute
 from distribute import VariableAggregation
 from distribute.data import Dataset
 from distribute.experimental import CentralStorageStrategy
-from tests.strategies import named_strategies
+from tests.strategies import local_pieces, local_replica_ids, named_strategies
 
 
 DEFAULT = distribute.get_strategy()
@@ -161,10 +161,10 @@ def test_call_for_each_replica_wraps_a_single_argument(make_strategy):
     batch = next(iter(dist))
     out = strategy.extended.call_for_each_replica(lambda x: x * 10, batch)
     got = [t.tolist() for t in strategy.experimental_local_results(out)]
-    assert [x for part in got for x in part] == [10 * i for i in range(2 * n)]
+    assert got == [[10 * i for i in rows] for rows in local_pieces(strategy, 2 * n)]  # this worker's shard
     element = {"a": torch.tensor(1.0)}
     out = strategy.extended.call_for_each_replica(lambda d: d["a"] + 1, element)
-    assert [float(t) for t in strategy.experimental_local_results(out)] == [2.0] * n
+    assert [float(t) for t in strategy.experimental_local_results(out)] == [2.0] * len(local_replica_ids(strategy))
     assert set(values_of(strategy.extended.call_for_each_replica(lambda: 7, None))) == {7}
     assert set(values_of(strategy.extended.call_for_each_replica(lambda a, b: a + b, [1, 2]))) == {3}
 

@@ -7,7 +7,7 @@ import torch
 import distribute
 from distribute.data import Dataset
 from distribute.distributed_input import InputOptions, PerReplicaSpec
-from tests.strategies import named_strategies
+from tests.strategies import local_pieces, named_strategies
 
 
 def pairs(rows):
@@ -18,8 +18,10 @@ def pairs(rows):
 def distributed(strategy, kind, dataset, options=None):
     if kind == "dataset":
         return strategy.experimental_distribute_dataset(dataset, options)
-    per_replica = dataset.unbatch().batch(4 // strategy.num_replicas_in_sync)
-    return strategy.distribute_datasets_from_function(lambda ctx: per_replica, options)
+    def dataset_fn(ctx):  # the guide's: each input pipeline reads its own shard, in per-replica batches
+        rows = dataset.unbatch().shard(ctx.num_input_pipelines, ctx.input_pipeline_id)
+        return rows.batch(ctx.get_per_replica_batch_size(4))
+    return strategy.distribute_datasets_from_function(dataset_fn, options)
 
 
 KINDS = ["dataset", "from_function"]
@@ -27,6 +29,12 @@ KINDS = ["dataset", "from_function"]
 
 def local_rows(strategy, value):
     return [int(t.shape[0]) for t in strategy.experimental_local_results(value)]
+
+
+def global_rows(strategy, value):
+    """The rows of ``value`` over every replica of every worker."""
+    rows = strategy.run(lambda t: torch.tensor(t.shape[0]), args=(value,))
+    return int(strategy.reduce("sum", rows, axis=None))
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -38,12 +46,15 @@ def test_guide_example_with_partial_last_batch(make_strategy, kind):
     @distribute.function(input_signature=[dist.element_spec])
     def train_step(inputs):
         return strategy.run(lambda x: 2 * x[0], args=(inputs,))
-    seen = []
+    seen, local = [], []
     for inputs in dist:
         out = train_step(inputs)
-        seen.append(sum(local_rows(strategy, out)))
+        seen.append(global_rows(strategy, out))
+        local.append(local_rows(strategy, out))
         assert all(float(v) == 2.0 for t in strategy.experimental_local_results(out) for v in t.flatten())
     assert seen == [4, 4, 1]
+    if kind == "dataset":  # this worker's pieces of each global batch
+        assert local == [[len(rows) for rows in local_pieces(strategy, b)] for b in (4, 4, 1)]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -87,8 +98,9 @@ def test_nested_dict_and_tuple_specs(make_strategy):
     f = distribute.function(lambda pair: strategy.run(lambda d, k: d["label"] * k, args=pair),
                             input_signature=[(spec, distribute.TensorSpec((), torch.int64))])
     out = [f((element, torch.tensor(10))) for element in dist]
-    flat = [int(v) for o in out for t in strategy.experimental_local_results(o) for v in t]
-    assert sorted(flat) == [0, 10, 20, 30, 40, 50]
+    got = [[t.tolist() for t in strategy.experimental_local_results(o)] for o in out]
+    assert got == [[[10 * (start + i) for i in rows] for rows in local_pieces(strategy, size)]
+                   for start, size in ((0, 4), (4, 2))]  # this worker's pieces of the two batches
 
 
 def test_two_replica_spec_errors_name_the_argument_and_the_difference():

@@ -8,7 +8,7 @@ import distribute
 from distribute.data import Dataset
 from distribute.distributed_input.v1 import CallableIterator
 from distribute.errors import OutOfRangeError
-from tests.strategies import named_strategies
+from tests.strategies import input_workers, local_replica_ids, named_strategies
 from tests.unit.distributed_input._helpers import mirrored, plain_step
 
 
@@ -34,7 +34,7 @@ def test_initializer_restarts_an_input_fn_iterator():
 @pytest.mark.parametrize("make_strategy", named_strategies())
 def test_input_fn_returning_get_next(make_strategy):
     strategy = make_strategy()
-    n = strategy.extended._num_local_replicas
+    n = len(local_replica_ids(strategy))  # input_fn runs once per worker, for its own replicas
     contexts = []
 
     def input_fn(ctx):
@@ -43,7 +43,7 @@ def test_input_fn_returning_get_next(make_strategy):
         return lambda: next(rows)
     it = strategy.make_input_fn_iterator(input_fn)
     assert isinstance(it, CallableIterator) and isinstance(it, distribute.DistributedIterator)
-    assert contexts == [(1, 0, strategy.num_replicas_in_sync)]
+    assert contexts == [(*input_workers(strategy), strategy.num_replicas_in_sync)]
     it.initializer
     first = it.get_next()
     assert plain_step(first) == ([[i] for i in range(n)] if n > 1 else [0])
