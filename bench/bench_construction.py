@@ -57,7 +57,7 @@ def main() -> None:
     if result.returncode != 0:
         sys.exit(result.output)
     for task, task_result in result.tasks.items():
-        line = next(l for l in task_result.output.splitlines() if l.startswith("RESULT "))
+        line = next(out for out in task_result.output.splitlines() if out.startswith("RESULT "))
         times = [t * 1e3 for t in json.loads(line[7:])]
         print(f"{task}: construction in scope, {args.layers} x Linear(256, 256) + {args.variables} Variables: "
               f"median {statistics.median(times):.1f} ms (min {min(times):.1f}, max {max(times):.1f}; "

@@ -20,7 +20,6 @@ import argparse
 import sys
 import time
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 

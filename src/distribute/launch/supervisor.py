@@ -258,7 +258,7 @@ class Supervisor:
             for child in self._children:
                 self._reap(child)
         finally:
-            for task, name, stream in self._streams.values():
+            for _task, _name, stream in self._streams.values():
                 stream.close()
             self._streams.clear()
             self._selector.close()

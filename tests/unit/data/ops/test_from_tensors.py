@@ -1,7 +1,6 @@
 import collections
 
 import numpy as np
-import pytest
 import torch
 
 from distribute._base.tensor_spec import TensorSpec, string
