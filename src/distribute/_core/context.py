@@ -13,7 +13,7 @@ swaps stacks at every switch (see ``swap_stack``).
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, NamedTuple, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
     from distribute._core.replica_context import ReplicaContext
@@ -48,13 +48,40 @@ _state = _State()
 _defaults: dict = {}
 
 
+def set_default_strategy_factory(factory: Callable[[], "Strategy"]) -> None:
+    """Registers how the default strategy is made (``distribute.strategies`` does, on import).
+
+    The default strategy is defined in the strategies layer, above this module; it is made by
+    ``factory`` on first use. Registering the same factory again does nothing.
+
+    Raises:
+        TypeError: when ``factory`` is not callable.
+        RuntimeError: when a default strategy was already made by a different factory.
+    """
+    if not callable(factory):
+        raise TypeError(f"Expected `factory` to be a callable returning the default strategy, received "
+                        f"{factory!r} of type {type(factory).__name__}.")
+    previous = _defaults.get("factory")
+    if previous == factory:
+        return
+    if "strategy" in _defaults:
+        raise RuntimeError(
+            f"The default strategy was already made by {previous!r}; registering {factory!r} now "
+            "would give two default strategies. Register the factory before the first "
+            "get_strategy() call.")
+    _defaults["factory"] = factory
+
+
 def default_strategy() -> "Strategy":
-    """The process-wide default strategy (created on first use)."""
+    """The process-wide default strategy (made on first use by the registered factory)."""
     strategy = _defaults.get("strategy")
     if strategy is None:
-        from distribute._core.default_strategy import DefaultStrategy  # upward: built on first use
-
-        strategy = DefaultStrategy._create()
+        factory = _defaults.get("factory")
+        if factory is None:
+            raise RuntimeError(
+                "No default strategy is registered: import distribute (its strategies package "
+                "registers the default strategy) before asking for the current strategy.")
+        strategy = factory()
         _defaults["strategy"] = strategy
     return strategy
 
