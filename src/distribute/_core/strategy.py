@@ -90,7 +90,7 @@ class Strategy:
         ext = self._extended
         host = torch.device("cpu")
         if isinstance(value, SyncOnReadVariable):
-            value = PerReplica(value._components())
+            value = PerReplica(value.values)  # the raw components: the primary would read the aggregate
         elif isinstance(value, DistributedVariable):
             value = Mirrored(value._components())
         if isinstance(value, Mirrored):
