@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from distribute._core.strategy import Strategy
 
 __all__ = [
-    "experimental_set_strategy",
     "get_cross_replica_context",
     "get_replica_context",
     "get_strategy",
@@ -175,27 +174,8 @@ def get_cross_replica_context() -> Optional["Strategy"]:
     return s[-1].cross_replica if s else None
 
 
-def experimental_set_strategy(strategy: Optional["Strategy"]) -> None:
-    """Makes ``strategy`` current outside any ``with`` block (``None`` restores the default).
-
-    Raises:
-        RuntimeError: when called inside a strategy's ``with scope()`` block.
-    """
-    from distribute._core.strategy import Strategy  # upward: only for the type check
-
-    if strategy is not None and not isinstance(strategy, Strategy):
-        raise TypeError(
-            f"experimental_set_strategy expects a distribute.Strategy or None, received "
-            f"{strategy!r} of type {type(strategy).__name__}."
-        )
-    previous = _state.set_strategy_scope
-    depth = 1 if previous is not None else 0
-    if len(_state.stack) > depth:
-        raise RuntimeError("Must not be called inside a `distribute.Strategy` scope.")
-    if previous is not None:
-        _state.set_strategy_scope = None
-        previous.__exit__(None, None, None)
-    if strategy is not None:
-        scope = strategy.scope()
-        scope.__enter__()
-        _state.set_strategy_scope = scope
+def swap_set_strategy_scope(scope: Any) -> Any:
+    """Records the scope ``experimental_set_strategy`` entered (or ``None``); returns the previous one."""
+    old = _state.set_strategy_scope
+    _state.set_strategy_scope = scope
+    return old

@@ -14,13 +14,15 @@ import torch
 
 from distribute._base.nest import map_structure
 from distribute._base.reduce_op import ReduceOp
+from distribute._core import context
 from distribute._core.distributed_variables import DistributedVariable, SyncOnReadVariable
 from distribute._core.extended import StrategyExtended
 from distribute._core.reduction import check_axis, gather_components, reduce_components
 from distribute._core.scope import CROSS_REPLICA_ERROR, _Scope, check_not_in_replica_context
 from distribute._core.values import DistributedValues, Mirrored, PerReplica
 
-__all__ = ["CROSS_REPLICA_ERROR", "Strategy", "StrategyExtended", "check_not_in_replica_context"]
+__all__ = ["CROSS_REPLICA_ERROR", "Strategy", "StrategyExtended", "check_not_in_replica_context",
+           "experimental_set_strategy"]
 
 class Strategy:
     """Distributes computation over replicas (devices, logical CPUs or worker processes).
@@ -241,3 +243,27 @@ def check_input_fn(fn: Any, what: str) -> None:
     if not callable(fn):
         raise TypeError(f"Expected `{what}` to be a callable taking an InputContext and returning a "
                         f"dataset, received {fn!r} of type {type(fn).__name__}.")
+
+
+def experimental_set_strategy(strategy: Optional[Strategy]) -> None:
+    """Makes ``strategy`` current outside any ``with`` block (``None`` restores the default).
+
+    Raises:
+        TypeError: when ``strategy`` is neither a ``distribute.Strategy`` nor ``None``.
+        RuntimeError: when called inside a strategy's ``with scope()`` block.
+    """
+    if strategy is not None and not isinstance(strategy, Strategy):
+        raise TypeError(
+            f"experimental_set_strategy expects a distribute.Strategy or None, received "
+            f"{strategy!r} of type {type(strategy).__name__}."
+        )
+    previous = context.swap_set_strategy_scope(None)
+    if len(context.stack()) > (1 if previous is not None else 0):
+        context.swap_set_strategy_scope(previous)
+        raise RuntimeError("Must not be called inside a `distribute.Strategy` scope.")
+    if previous is not None:
+        previous.__exit__(None, None, None)
+    if strategy is not None:
+        scope = strategy.scope()
+        scope.__enter__()
+        context.swap_set_strategy_scope(scope)
