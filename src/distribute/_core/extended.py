@@ -188,6 +188,43 @@ class StrategyExtended(abc.ABC):
     def _check_colocate(self, var: Any) -> None:
         return None
 
+    # -- the hooks every strategy implements ------------------------------------------
+    @abc.abstractmethod
+    def _run(self, fn: Callable[..., Any], args: Any, kwargs: Dict[str, Any]) -> Any:
+        """``strategy.run``: calls ``fn`` once per replica and regroups the results."""
+
+    @abc.abstractmethod
+    def _reduce_to(self, op: ReduceOp, value: Any, destinations: Any, options: Any) -> Any:
+        """``reduce_to`` after validation: ``value`` reduced with ``op`` onto ``destinations``."""
+
+    @abc.abstractmethod
+    def _broadcast_to(self, tensor: Any, destinations: Any) -> Any:
+        """``broadcast_to`` after validation: ``tensor`` copied to ``destinations``."""
+
+    @abc.abstractmethod
+    def _distribute_values_from_function(self, value_fn: Callable[..., Any]) -> Any:
+        """``value_fn(ValueContext)`` once per local replica, wrapped as the strategy wraps values."""
+
+    @abc.abstractmethod
+    def _merge_call(self, ctx: Any, merge_fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """``ReplicaContext.merge_call``: runs ``merge_fn`` once in cross-replica context."""
+
+    @abc.abstractmethod
+    def _replica_all_reduce(self, ctx: Any, op: ReduceOp, value: Any, options: Any) -> Any:
+        """``ReplicaContext.all_reduce``: every replica gets the reduction of all replicas' ``value``."""
+
+    @abc.abstractmethod
+    def _replica_all_gather(self, ctx: Any, value: Any, axis: int, options: Any) -> Any:
+        """``ReplicaContext.all_gather``: every replica gets all replicas' ``value`` along ``axis``."""
+
+    @abc.abstractmethod
+    def _create_variable(self, factory: Callable[..., Any], **kwargs: Any) -> Any:
+        """``Variable(...)`` in this strategy's scope: the variable it distributes (``factory`` makes plain ones)."""
+
+    def _create_module_parameter(self, param: torch.nn.Parameter, name: str) -> Any:
+        """A module parameter registered in this strategy's scope: its replacement, or ``None`` to keep it."""
+        return None
+
     # -- helpers and hooks ------------------------------------------------------------
     @staticmethod
     def _check_destinations(destinations: Any, allow_none: bool = False) -> None:

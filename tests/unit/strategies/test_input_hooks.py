@@ -15,12 +15,14 @@ def test_every_strategy_implements_the_input_hooks(make_strategy):
     assert isinstance(make_strategy().extended, InputExtended)
 
 
-def test_an_extended_without_input_hooks_cannot_be_made():
-    class NoInput(StrategyExtended):
+@pytest.mark.parametrize("hook", ["_experimental_distribute_dataset", "_distribute_datasets_from_function",
+                                  "_make_dataset_iterator", "_make_input_fn_iterator", "_run", "_reduce_to"])
+def test_an_extended_without_its_hooks_cannot_be_made(hook):
+    class NoHooks(StrategyExtended):
         pass
 
-    with pytest.raises(TypeError, match="_experimental_distribute_dataset"):
-        NoInput(distribute.get_strategy())
+    with pytest.raises(TypeError, match=f"abstract .*{hook}"):
+        NoHooks(distribute.get_strategy())
 
 
 @pytest.mark.parametrize("make_strategy", named_strategies())
@@ -50,7 +52,8 @@ def test_options_must_be_input_options(make_strategy, method):
 @pytest.mark.parametrize("make_strategy", named_strategies())
 def test_per_replica_mode_is_refused_for_global_batches(make_strategy):
     options = distribute.InputOptions(experimental_replication_mode=distribute.InputReplicationMode.PER_REPLICA)
-    with pytest.raises(NotImplementedError, match="PER_REPLICA is only supported in `distribute_datasets_from_function`"):
+    expected = "PER_REPLICA is only supported in `distribute_datasets_from_function`"
+    with pytest.raises(NotImplementedError, match=expected):
         make_strategy().experimental_distribute_dataset(Dataset.range(4).batch(2), options)
 
 
