@@ -34,14 +34,13 @@ Example:
 
 from distribute import cluster_resolver, data, errors, nn, optim
 from distribute._version import package_version as _package_version
-from distribute._core.context import (experimental_set_strategy, get_cross_replica_context,
-                                      get_replica_context, get_strategy, has_strategy,
-                                      in_cross_replica_context)
+from distribute._core.context import (get_cross_replica_context, get_replica_context, get_strategy,
+                                      has_strategy, in_cross_replica_context)
 from distribute._core.distributed_variables import (AggregatingVariable, DistributedVariable,
                                                     MirroredVariable, SyncOnReadVariable)
 from distribute._base.reduce_op import ReduceOp, VariableAggregation, VariableSynchronization
 from distribute._core.replica_context import InputContext, ReplicaContext
-from distribute._core.strategy import Strategy, StrategyExtended
+from distribute._core.strategy import Strategy, StrategyExtended, experimental_set_strategy
 from distribute._base.tensor_spec import TensorSpec
 from distribute._core.values import DistributedValues, Mirrored, PerReplica
 from distribute._core.variables import Variable

@@ -13,14 +13,13 @@ swaps stacks at every switch (see ``swap_stack``).
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, NamedTuple, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
     from distribute._core.replica_context import ReplicaContext
     from distribute._core.strategy import Strategy
 
 __all__ = [
-    "experimental_set_strategy",
     "get_cross_replica_context",
     "get_replica_context",
     "get_strategy",
@@ -48,13 +47,40 @@ _state = _State()
 _defaults: dict = {}
 
 
+def set_default_strategy_factory(factory: Callable[[], "Strategy"]) -> None:
+    """Registers how the default strategy is made (``distribute.strategies`` does, on import).
+
+    The default strategy is defined in the strategies layer, above this module; it is made by
+    ``factory`` on first use. Registering the same factory again does nothing.
+
+    Raises:
+        TypeError: when ``factory`` is not callable.
+        RuntimeError: when a default strategy was already made by a different factory.
+    """
+    if not callable(factory):
+        raise TypeError(f"Expected `factory` to be a callable returning the default strategy, received "
+                        f"{factory!r} of type {type(factory).__name__}.")
+    previous = _defaults.get("factory")
+    if previous == factory:
+        return
+    if "strategy" in _defaults:
+        raise RuntimeError(
+            f"The default strategy was already made by {previous!r}; registering {factory!r} now "
+            "would give two default strategies. Register the factory before the first "
+            "get_strategy() call.")
+    _defaults["factory"] = factory
+
+
 def default_strategy() -> "Strategy":
-    """The process-wide default strategy (created on first use)."""
+    """The process-wide default strategy (made on first use by the registered factory)."""
     strategy = _defaults.get("strategy")
     if strategy is None:
-        from distribute._core.default_strategy import DefaultStrategy  # upward: built on first use
-
-        strategy = DefaultStrategy._create()
+        factory = _defaults.get("factory")
+        if factory is None:
+            raise RuntimeError(
+                "No default strategy is registered: import distribute (its strategies package "
+                "registers the default strategy) before asking for the current strategy.")
+        strategy = factory()
         _defaults["strategy"] = strategy
     return strategy
 
@@ -148,27 +174,8 @@ def get_cross_replica_context() -> Optional["Strategy"]:
     return s[-1].cross_replica if s else None
 
 
-def experimental_set_strategy(strategy: Optional["Strategy"]) -> None:
-    """Makes ``strategy`` current outside any ``with`` block (``None`` restores the default).
-
-    Raises:
-        RuntimeError: when called inside a strategy's ``with scope()`` block.
-    """
-    from distribute._core.strategy import Strategy  # upward: only for the type check
-
-    if strategy is not None and not isinstance(strategy, Strategy):
-        raise TypeError(
-            f"experimental_set_strategy expects a distribute.Strategy or None, received "
-            f"{strategy!r} of type {type(strategy).__name__}."
-        )
-    previous = _state.set_strategy_scope
-    depth = 1 if previous is not None else 0
-    if len(_state.stack) > depth:
-        raise RuntimeError("Must not be called inside a `distribute.Strategy` scope.")
-    if previous is not None:
-        _state.set_strategy_scope = None
-        previous.__exit__(None, None, None)
-    if strategy is not None:
-        scope = strategy.scope()
-        scope.__enter__()
-        _state.set_strategy_scope = scope
+def swap_set_strategy_scope(scope: Any) -> Any:
+    """Records the scope ``experimental_set_strategy`` entered (or ``None``); returns the previous one."""
+    old = _state.set_strategy_scope
+    _state.set_strategy_scope = scope
+    return old

@@ -7,78 +7,22 @@ methods validate their arguments and the calling context, then call a private ho
 
 from __future__ import annotations
 
-import contextlib
 import copy
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Optional
 
 import torch
 
-from distribute._core import context
-from distribute._core.context import Mode
 from distribute._base.nest import map_structure
 from distribute._base.reduce_op import ReduceOp
+from distribute._core import context
+from distribute._core.distributed_variables import DistributedVariable, SyncOnReadVariable
+from distribute._core.extended import StrategyExtended
 from distribute._core.reduction import check_axis, gather_components, reduce_components
-from distribute._core.values import (DistributedValues, Mirrored, PerReplica, contains_distributed,
-                                     select_replica)
+from distribute._core.scope import CROSS_REPLICA_ERROR, _Scope, check_not_in_replica_context
+from distribute._core.values import DistributedValues, Mirrored, PerReplica
 
-__all__ = ["Strategy", "StrategyExtended"]
-
-CROSS_REPLICA_ERROR = ("Method requires being in cross-replica context, use "
-                       "get_replica_context().merge_call()")
-
-
-def check_not_in_replica_context(strategy: "Strategy", message: str = CROSS_REPLICA_ERROR) -> None:
-    """Raises unless the caller may use ``strategy``'s cross-replica API here."""
-    mode = context.current_mode()
-    default = context.default_strategy()
-    if mode is None or (mode.strategy is default and strategy is default):
-        return  # the default mode, or the default strategy's own scope (cross-replica for it)
-    if mode.strategy is not strategy and mode.strategy is not default:
-        raise RuntimeError(f"Mixing different distribute.Strategy objects: {strategy} is not {mode.strategy}")
-    if mode.strategy is strategy and mode.replica_context is not None and mode.cross_replica is None:
-        raise RuntimeError(message)
-
-
-class _Scope:
-    """The context manager returned by ``Strategy.scope()``; one object may be re-entered
-    while active (``with s: with s:``), each entry exited in turn."""
-
-    __slots__ = ("_strategy", "_modes")
-
-    def __init__(self, strategy: "Strategy") -> None:
-        self._strategy = strategy
-        self._modes: List[Mode] = []
-
-    def __enter__(self) -> "Strategy":
-        strategy = self._strategy
-        default = context.default_strategy()
-        mode = context.current_mode()
-        if mode is not None and mode.strategy is not strategy:
-            if strategy is default:
-                raise RuntimeError("Must not nest distribute.Strategy scopes.")
-            if mode.strategy is not default:
-                raise RuntimeError(f"Mixing different distribute.Strategy objects: {strategy} is not {mode.strategy}")
-        if mode is not None and mode.strategy is strategy and mode.cross_replica is None \
-                and strategy is not default:
-            raise RuntimeError(CROSS_REPLICA_ERROR)
-        if strategy is default:
-            mode = Mode(strategy, None, context.default_replica_context())
-        else:
-            mode = Mode(strategy, strategy, None)
-        self._modes.append(mode)
-        context.push(mode)
-        return strategy
-
-    def __exit__(self, *exc: Any) -> None:
-        current = context.current_mode()
-        if not self._modes or current is not self._modes[-1]:
-            raise RuntimeError(
-                "Strategy scope nesting error: a scope entered inside this one was not exited "
-                "first. Exit inner `with` blocks (and call experimental_set_strategy(None)) "
-                "before leaving the strategy scope.")
-        self._modes.pop()
-        context.pop()
-
+__all__ = ["CROSS_REPLICA_ERROR", "Strategy", "StrategyExtended", "check_not_in_replica_context",
+           "experimental_set_strategy"]
 
 class Strategy:
     """Distributes computation over replicas (devices, logical CPUs or worker processes).
@@ -108,7 +52,7 @@ class Strategy:
     @property
     def cluster_resolver(self) -> Any:
         """The cluster resolver of a multi-worker strategy, else ``None``."""
-        return getattr(self._extended, "_cluster_resolver", None)
+        return self._extended._cluster_resolver
 
     def scope(self) -> _Scope:
         """A context manager that makes this strategy current; variables created inside it
@@ -147,10 +91,10 @@ class Strategy:
     def _reduce_leaf(self, op: ReduceOp, value: Any, axis: Any) -> torch.Tensor:
         ext = self._extended
         host = torch.device("cpu")
-        if getattr(value, "_is_distributed_variable", False) and not getattr(value, "_is_sync_on_read", False):
+        if isinstance(value, SyncOnReadVariable):
+            value = PerReplica(value.values)  # the raw components: the primary would read the aggregate
+        elif isinstance(value, DistributedVariable):
             value = Mirrored(value._components())
-        elif getattr(value, "_is_sync_on_read", False):
-            value = PerReplica(value._components())
         if isinstance(value, Mirrored):
             if op is ReduceOp.SUM and self.num_replicas_in_sync > 1:
                 raise ValueError(
@@ -203,9 +147,7 @@ class Strategy:
             raise TypeError(f"value_fn must be callable, received {value_fn!r}.")
         return self._extended._distribute_values_from_function(value_fn)
 
-    # -- input ----------------------------------------------------------------------
-    # distribute.distributed_input sits above _core (it builds on values and contexts), so the
-    # input methods import it where they are used.
+    # -- input (the hooks live in distribute.strategies.input_hooks) ------------------
     def experimental_distribute_dataset(self, dataset: Any, options: Any = None) -> Any:
         """Splits a dataset of **global** batches over the replicas (see docs/distributed_input.md).
 
@@ -221,11 +163,6 @@ class Strategy:
             >>> for batch in s.experimental_distribute_dataset(Dataset.range(8).batch(4)):
             ...     s.run(lambda x: x.sum(), args=(batch,))
         """
-        from distribute.distributed_input import api  # upward: see the comment above
-
-        api.check_dataset(dataset)
-        options = api.resolve_options(options)
-        api.check_dataset_options(options)
         return self._extended._experimental_distribute_dataset(dataset, options)
 
     def distribute_datasets_from_function(self, dataset_fn: Callable, options: Any = None) -> Any:
@@ -243,14 +180,7 @@ class Strategy:
             ...     return Dataset.range(640).shard(ctx.num_input_pipelines, ctx.input_pipeline_id).batch(batch)
             >>> dist = s.distribute_datasets_from_function(dataset_fn)
         """
-        from distribute.distributed_input import api  # upward: see the comment above
-
-        api.check_dataset_fn(dataset_fn)
-        options = api.resolve_options(options)
-        api.check_function_options(options)
-        if options.experimental_replication_mode is api.InputReplicationMode.PER_REPLICA and \
-                self._extended._per_replica_input_error is not None:
-            raise NotImplementedError(self._extended._per_replica_input_error)
+        check_input_fn(dataset_fn, "dataset_fn")
         return self._extended._distribute_datasets_from_function(dataset_fn, options)
 
     experimental_distribute_datasets_from_function = distribute_datasets_from_function
@@ -258,22 +188,16 @@ class Strategy:
     def make_dataset_iterator(self, dataset: Any) -> Any:
         """Deprecated (TF1): an iterator of ``experimental_distribute_dataset(dataset)`` with
         ``initializer``/``initialize()``, which restart it. Enters this strategy's scope."""
-        from distribute.distributed_input import api  # upward: see the comment above
-
         with self.scope():
-            return api.InitializableIterator(self.experimental_distribute_dataset(dataset))
+            return self._extended._make_dataset_iterator(dataset)
 
     def make_input_fn_iterator(self, input_fn: Callable, replication_mode: Any = None) -> Any:
         """Deprecated (TF1): an initializable iterator over what ``input_fn(InputContext)``
         returns: a dataset (distributed as by ``distribute_datasets_from_function``) or a
         ``get_next`` callable, called once per local replica and step. ``PER_WORKER`` only."""
-        from distribute.distributed_input import api  # upward: see the comment above
-
-        api.check_dataset_fn(input_fn, "input_fn")
-        api.check_replication_mode(api.InputReplicationMode.PER_WORKER if replication_mode is None
-                                   else replication_mode)
+        check_input_fn(input_fn, "input_fn")
         with self.scope():
-            return api.make_input_fn_iterator(self, input_fn)
+            return self._extended._make_input_fn_iterator(input_fn, replication_mode)
 
     def update_config_proto(self, config_proto: Any) -> Any:
         """Deprecated (TF1 sessions): a deep copy of ``config_proto``; there is no session to configure."""
@@ -314,214 +238,32 @@ class Strategy:
         return f"<distribute.{type(self).__name__} object at {id(self):#x}>"
 
 
-class StrategyExtended:
-    """The lower-level API of a strategy (``strategy.extended``)."""
+def check_input_fn(fn: Any, what: str) -> None:
+    """Raises unless ``fn`` (an input method's ``dataset_fn`` or ``input_fn``) is callable."""
+    if not callable(fn):
+        raise TypeError(f"Expected `{what}` to be a callable taking an InputContext and returning a "
+                        f"dataset, received {fn!r} of type {type(fn).__name__}.")
 
-    _num_replicas_in_sync = 1
-    _num_local_replicas = 1
-    experimental_enable_get_next_as_optional = False
 
-    def __init__(self, container_strategy: Strategy) -> None:
-        self._container_strategy_ref = container_strategy
+def experimental_set_strategy(strategy: Optional[Strategy]) -> None:
+    """Makes ``strategy`` current outside any ``with`` block (``None`` restores the default).
 
-    def _container_strategy(self) -> Strategy:
-        return self._container_strategy_ref
-
-    # -- properties -------------------------------------------------------------------
-    @property
-    def worker_devices(self) -> tuple:
-        """The canonical names of the devices the local replicas run on."""
-        return tuple(d.name for d in self._devices)
-
-    @property
-    def parameter_devices(self) -> tuple:
-        """The canonical names of the devices variables are placed on."""
-        return self.worker_devices
-
-    experimental_require_static_shapes = False
-    experimental_between_graph = False
-    experimental_should_init = True
-
-    @property
-    def should_checkpoint(self) -> bool:
-        """Whether this process should write checkpoints (False only on non-chief workers)."""
-        return True
-
-    @property
-    def should_save_summary(self) -> bool:
-        """Whether this process should write summaries."""
-        return True
-
-    # -- cross-replica API ------------------------------------------------------------
-    def reduce_to(self, reduce_op: Any, value: Any, destinations: Any, options: Any = None) -> Any:
-        """Reduces a per-replica ``value`` onto ``destinations`` (a device name, tensor,
-        variable or distributed value); a ``Mirrored`` when that names several devices."""
-        op = ReduceOp.resolve(reduce_op)
-        self._check_destinations(destinations)
-        check_not_in_replica_context(self._container_strategy())
-        return self._reduce_to(op, value, destinations, options)
-
-    def batch_reduce_to(self, reduce_op: Any, value_destination_pairs: Any, options: Any = None) -> list:
-        """``reduce_to`` over a list of ``(value, destinations)`` pairs; one result per pair."""
-        op = ReduceOp.resolve(reduce_op)
-        if not isinstance(value_destination_pairs, (list, tuple)) or not all(
-                isinstance(p, (list, tuple)) and len(p) == 2 for p in value_destination_pairs):
-            raise ValueError("value_destination_pairs must be a list or tuple of (value, destinations) "
-                             f"pairs, received {value_destination_pairs!r}.")
-        for _, dest in value_destination_pairs:
-            self._check_destinations(dest)
-        check_not_in_replica_context(self._container_strategy())
-        return self._batch_reduce_to(op, list(value_destination_pairs), options)
-
-    def broadcast_to(self, tensor: Any, destinations: Any) -> Any:
-        """Copies ``tensor`` to every device of ``destinations`` (a ``Mirrored`` for several)."""
-        self._check_destinations(destinations, allow_none=True)
-        check_not_in_replica_context(self._container_strategy())
-        return self._broadcast_to(tensor, destinations)
-
-    def update(self, var: Any, fn: Callable, args: Any = (), kwargs: Optional[Dict[str, Any]] = None,
-               group: bool = True) -> Any:
-        """Runs ``fn(component, *args, **kwargs)`` on each component of ``var``.
-
-        In cross-replica context each component ``i`` receives replica ``i``'s view of the
-        arguments; in a replica context this is one ``merge_call``.
-        """
-        if not callable(fn):
-            raise TypeError(f"fn must be callable, received {fn!r}.")
-        if not isinstance(args, (list, tuple)):
-            raise ValueError(f"update args must be a list or tuple, got {type(args)}")
-        kwargs = kwargs or {}
-        ctx = context.get_replica_context()
-        if ctx is not None and ctx is not context.default_replica_context():
-            return ctx._update(var, fn, args, kwargs, group)
-        return self._update(var, fn, tuple(args), kwargs, group)
-
-    def _update(self, var: Any, fn: Callable, args: tuple, kwargs: dict, group: bool) -> Any:
-        components = var._components() if hasattr(var, "_components") else (var,)
-        results = []
-        context.push(Mode(self._container_strategy(), self._container_strategy(), None))
-        try:
-            for i, component in enumerate(components):
-                previous = context.set_update_replica_id(i)
-                try:
-                    with torch.no_grad():
-                        results.append(fn(component, *select_replica(i, args), **select_replica(i, kwargs)))
-                finally:
-                    context.set_update_replica_id(previous)
-        finally:
-            context.pop()
-        if not group:
-            return tuple(results)
-        return results[0] if len(results) == 1 else Mirrored(results)
-
-    def call_for_each_replica(self, fn: Callable, args: Any = (), kwargs: Optional[Dict[str, Any]] = None) -> Any:
-        """``run`` without options: runs ``fn`` on each replica (cross-replica context only).
-
-        ``args`` is a list or tuple of positional arguments; any other single value (a
-        ``PerReplica`` from ``iterator.get_next()``, a tensor, a dict) is the one argument
-        (``None`` means none).
-        """
-        check_not_in_replica_context(self._container_strategy())
-        if args is None:
-            args = ()
-        elif not isinstance(args, (list, tuple)):
-            args = (args,)
-        if kwargs is not None and not isinstance(kwargs, dict):
-            raise TypeError(f"call_for_each_replica expects `kwargs` to be a dict or None, received {kwargs!r} "
-                            f"of type {type(kwargs).__name__}; pass positional arguments with `args`.")
-        return self._container_strategy().run(fn, args, kwargs)
-
-    def value_container(self, value: Any) -> Any:
-        """The distributed variable ``value`` is a component of, or ``value`` itself."""
-        return getattr(value, "_distributed_container", None) or value
-
-    def variable_created_in_scope(self, v: Any) -> bool:
-        """True when ``v`` was created in this strategy's scope."""
-        return getattr(v, "_distribute_strategy", None) is self._container_strategy()
-
-    def read_var(self, v: Any) -> torch.Tensor:
-        """The value of ``v`` as read in cross-replica context (aggregated for sync-on-read)."""
-        return v.read_value() if hasattr(v, "read_value") else torch.as_tensor(v)
-
-    def non_slot_devices(self, var_list: Any) -> tuple:
-        """The devices that hold values not tied to one variable (all parameter devices)."""
-        return self.parameter_devices
-
-    def update_non_slot(self, colocate_with: Any, fn: Callable, args: Any = (), kwargs: Any = None,
-                        group: bool = True) -> Any:
-        """Runs ``fn(*args, **kwargs)`` once in cross-replica context."""
-        check_not_in_replica_context(self._container_strategy())
-        with self._container_strategy().scope():
-            result = fn(*args, **(kwargs or {}))
-        return result if group else (result,)
-
-    def colocate_vars_with(self, colocate_with_variable: Any) -> Any:
-        """A context manager: variables created inside it are placed like ``colocate_with_variable``."""
-        strategy = self._container_strategy()
-        mode = context.current_mode()
-        if mode is None or mode.strategy is not strategy:
-            raise RuntimeError(f'Need to be inside "with strategy.scope()" for {strategy}')
-        self._check_colocate(colocate_with_variable)
-        return contextlib.nullcontext()
-
-    def _check_colocate(self, var: Any) -> None:
-        return None
-
-    # -- helpers and hooks ------------------------------------------------------------
-    @staticmethod
-    def _check_destinations(destinations: Any, allow_none: bool = False) -> None:
-        if destinations is None and allow_none:
-            return
-        if isinstance(destinations, (list, tuple)) or destinations is None:
-            raise ValueError(
-                "destinations must be a device name, a tensor, a variable or a distributed value, "
-                f"not {type(destinations).__name__}: {destinations!r}.")
-
-    # -- input hooks (multi-worker strategies override the first three) ----------------
-    _per_replica_input_error: Optional[str] = None
-    """Set by strategies that refuse ``InputReplicationMode.PER_REPLICA`` (the error text)."""
-
-    def _input_workers(self) -> tuple[int, int]:
-        """``(number of input workers, this worker's index)``."""
-        return (1, 0)
-
-    def _any_worker_has_data(self, local_has_data: bool) -> bool:
-        """Every input step: True while any worker still has data (all workers call it)."""
-        return local_has_data
-
-    def _agree_on_input_seed(self, seed: int) -> int:
-        """Once per iteration of a distributed dataset: one shuffle seed for every worker
-        (multi-worker strategies return worker 0's)."""
-        return seed
-
-    def _experimental_distribute_dataset(self, dataset: Any, options: Any) -> Any:
-        from distribute.distributed_input import api  # upward: distributed input builds on _core
-
-        return api.distribute_dataset(self._container_strategy(), dataset, options)
-
-    def _distribute_datasets_from_function(self, dataset_fn: Callable, options: Any) -> Any:
-        from distribute.distributed_input import api  # upward: distributed input builds on _core
-
-        return api.distribute_datasets_from_function(self._container_strategy(), dataset_fn, options)
-
-    def _across_workers(self) -> dict:
-        """Hooks that extend a local reduction over worker processes (none in one process)."""
-        return {}
-
-    def _gather_across_workers(self, tensor: torch.Tensor, axis: int) -> torch.Tensor:
-        return tensor
-
-    def _local_results(self, value: Any) -> tuple:
-        if isinstance(value, DistributedValues):
-            return value.values
-        if getattr(value, "_is_distributed_variable", False):
-            return value.values
-        if contains_distributed(value):
-            return tuple(select_replica(i, value) for i in range(self._num_local_replicas))
-        return (value,)
-
-    def _batch_reduce_to(self, op: ReduceOp, pairs: list, options: Any) -> list:
-        return [self._reduce_to(op, value, dest, options) for value, dest in pairs]
-
-    def _replica_devices(self, local_id: int) -> list:
-        return [[self._devices[local_id].name]]
+    Raises:
+        TypeError: when ``strategy`` is neither a ``distribute.Strategy`` nor ``None``.
+        RuntimeError: when called inside a strategy's ``with scope()`` block.
+    """
+    if strategy is not None and not isinstance(strategy, Strategy):
+        raise TypeError(
+            f"experimental_set_strategy expects a distribute.Strategy or None, received "
+            f"{strategy!r} of type {type(strategy).__name__}."
+        )
+    previous = context.swap_set_strategy_scope(None)
+    if len(context.stack()) > (1 if previous is not None else 0):
+        context.swap_set_strategy_scope(previous)
+        raise RuntimeError("Must not be called inside a `distribute.Strategy` scope.")
+    if previous is not None:
+        previous.__exit__(None, None, None)
+    if strategy is not None:
+        scope = strategy.scope()
+        scope.__enter__()
+        context.swap_set_strategy_scope(scope)

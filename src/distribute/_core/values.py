@@ -13,8 +13,10 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 
 import torch
 
-from distribute._core import context
 from distribute._base.nest import is_namedtuple
+from distribute._core import context
+from distribute._core.replica_context import ReplicaContext
+from distribute._core.variables import Variable
 from distribute.errors import InvalidArgumentError
 
 __all__ = ["DistributedValues", "Mirrored", "PerReplica", "regroup", "select_replica"]
@@ -26,9 +28,9 @@ def local_replica_index() -> Optional[int]:
     if update_id is not None:
         return update_id
     mode = context.current_mode()
-    if mode is None or mode.replica_context is None:
+    if mode is None or not isinstance(mode.replica_context, ReplicaContext):
         return None
-    return getattr(mode.replica_context, "_local_id", None)
+    return mode.replica_context._local_id
 
 
 class DistributedValues:
@@ -150,7 +152,7 @@ Mirrored.__hash__ = object.__hash__  # type: ignore[assignment]
 def _container(value: Any) -> Any:
     if isinstance(value, DistributedValues):
         return value._regroup_container()
-    return getattr(value, "_distributed_container", None)
+    return value._distributed_container if isinstance(value, Variable) else None
 
 
 _IMMUTABLE_EMPTY = (tuple, dict)  # empty args/kwargs: returned as they are (kwargs are unpacked anyway)

@@ -18,7 +18,7 @@ from distribute._core import context
 from distribute._base.reduce_op import VariableAggregation, VariableSynchronization
 from distribute._base.tensor_spec import as_dtype
 
-__all__ = ["Variable", "make_initial_tensor"]
+__all__ = ["Variable", "make_initial_tensor", "owning_strategy"]
 
 
 def _as_enum(value: Any, enum_type: type, what: str) -> Any:
@@ -39,7 +39,7 @@ def make_initial_tensor(initial_value: Any, dtype: Any = None) -> torch.Tensor:
         initial_value = initial_value()
     if isinstance(initial_value, torch.Tensor):
         tensor = initial_value.detach()
-        if getattr(tensor, "_is_distributed_variable", False) or isinstance(tensor, Variable):
+        if isinstance(tensor, Variable):  # distributed variables too
             with torch._C.DisableTorchFunctionSubclass():
                 tensor = torch.Tensor.clone(initial_value.read_value().detach())
     else:
@@ -161,7 +161,7 @@ class Variable(torch.nn.Parameter):
 
     # -- writing ----------------------------------------------------------------------
     def _coerce(self, value: Any, what: str) -> torch.Tensor:
-        if getattr(value, "_is_distributed_variable", False) or isinstance(value, Variable):
+        if isinstance(value, Variable):  # distributed variables too
             value = value.read_value()
         tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
         with torch._C.DisableTorchFunctionSubclass():
@@ -213,6 +213,11 @@ class Variable(torch.nn.Parameter):
                                  _cls=type(self) if type(self) is Variable else Variable)
         memo[id(self)] = copied
         return copied
+
+
+def owning_strategy(value: Any) -> Any:
+    """The strategy whose scope created ``value`` (a variable or a component of one), else ``None``."""
+    return value._distribute_strategy if isinstance(value, Variable) else None
 
 
 def _rebuild_variable(data: torch.Tensor, trainable: bool, name: str) -> Variable:

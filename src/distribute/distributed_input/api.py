@@ -1,9 +1,10 @@
 """The entry points strategies call for their input methods (validation and construction).
 
 ``Strategy.experimental_distribute_dataset``, ``distribute_datasets_from_function``,
-``make_dataset_iterator`` and ``make_input_fn_iterator`` validate their arguments with the
-``check_*`` functions here, then their strategy's hook builds the distributed dataset with
-:func:`distribute_dataset` or :func:`distribute_datasets_from_function`.
+``make_dataset_iterator`` and ``make_input_fn_iterator`` call their strategy's input hooks
+(:mod:`distribute.strategies.input_hooks`), which validate the arguments with the ``check_*``
+functions here and build the distributed dataset with :func:`distribute_dataset` or
+:func:`distribute_datasets_from_function`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from distribute.distributed_input.input_options import (InputOptions, InputRepli
 from distribute.distributed_input.sources import check_input
 from distribute.distributed_input.v1 import InitializableIterator, make_input_fn_iterator
 
-__all__ = ["InitializableIterator", "InputReplicationMode", "check_dataset", "check_dataset_fn", "check_dataset_options",
+__all__ = ["InitializableIterator", "InputReplicationMode", "check_dataset", "check_dataset_options",
            "check_function_options", "check_replication_mode", "distribute_dataset",
            "distribute_datasets_from_function", "make_input_fn_iterator", "resolve_options"]
 
@@ -25,13 +26,6 @@ __all__ = ["InitializableIterator", "InputReplicationMode", "check_dataset", "ch
 def check_dataset(dataset: Any) -> None:
     """Raises unless ``dataset`` is a ``distribute.data.Dataset`` or an iterable of batches."""
     check_input(dataset)
-
-
-def check_dataset_fn(dataset_fn: Any, what: str = "dataset_fn") -> None:
-    """Raises unless ``dataset_fn`` is callable."""
-    if not callable(dataset_fn):
-        raise TypeError(f"Expected `{what}` to be a callable taking an InputContext and returning a "
-                        f"dataset, received {dataset_fn!r} of type {type(dataset_fn).__name__}.")
 
 
 def check_dataset_options(options: InputOptions) -> None:

@@ -121,7 +121,7 @@ class _StepDataset(DistributedDataset):
         return self._spec_cache
 
     def _partial(self, replica_spec: Any) -> bool:
-        enabled = getattr(self._extended, "experimental_enable_get_next_as_optional", False)
+        enabled = self._extended.experimental_enable_get_next_as_optional
         static = replica_spec is not None and is_fully_static(replica_spec)
         return bool(enabled) and self._cardinality != INFINITE_CARDINALITY and (
             not static or self._workers.num_workers > 1)

@@ -14,13 +14,15 @@ from typing import Any, Callable, Optional, Tuple
 
 import torch
 
+from distribute._core.extended import StrategyExtended
+
 __all__ = ["InputWorkers"]
 
 
-def _local_devices(extended: Any) -> Tuple[torch.device, ...]:
-    devices = getattr(extended, "_devices", None)
-    if devices:
-        return tuple(getattr(d, "torch_device", d) for d in devices)
+def _local_devices(extended: StrategyExtended) -> Tuple[torch.device, ...]:
+    """The local replicas' torch devices (the CPU for the default strategy, which has none)."""
+    if extended._devices:
+        return tuple(d.torch_device for d in extended._devices)
     return (torch.device("cpu"),)
 
 

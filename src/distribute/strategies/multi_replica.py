@@ -13,22 +13,23 @@ import torch
 from distribute._core import context
 from distribute._core.context import Mode
 from distribute._core.devices import Device, canonicalize
-from distribute._core.distributed_variables import DistributedVariable
+from distribute._core.distributed_variables import DistributedVariable, SyncOnReadVariable
 from distribute._base.nest import flatten, is_nested, map_structure, pack_sequence_as
 from distribute._base.reduce_op import ReduceOp
 from distribute._core.reduction import as_tensor, gather_components, reduce_components
 from distribute._core.replica_context import ValueContext
-from distribute._core.strategy import CROSS_REPLICA_ERROR, StrategyExtended
+from distribute._core.scope import CROSS_REPLICA_ERROR
 from distribute._core.values import DistributedValues, Mirrored, PerReplica, regroup, select_replica
-from distribute._core.variables import Variable
+from distribute._core.variables import Variable, owning_strategy
 from distribute.collectives.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, destination_devices
+from distribute.strategies.input_hooks import InputExtended
 from distribute.strategies.collective_grads import AllGatherGrad, AllReduceGrad, Sync
 from distribute.strategies.replica_runner import ReplicaRunner, SyncRequest, leaf_signature, merge_call_results
 
 __all__ = ["MultiReplicaExtended"]
 
 
-class MultiReplicaExtended(StrategyExtended):
+class MultiReplicaExtended(InputExtended):
     """Runs replicas in this process over ``devices`` and reduces with ``cross_device_ops``."""
 
     experimental_enable_get_next_as_optional = True
@@ -174,13 +175,13 @@ class MultiReplicaExtended(StrategyExtended):
 
     def _reduce_to(self, op: ReduceOp, value: Any, destinations: Any, options: Any) -> Any:
         devices = self._destination_devices(destinations)
-        if isinstance(value, Mirrored) or (getattr(value, "_is_distributed_variable", False)
-                                           and not getattr(value, "_is_sync_on_read", False)):
+        if isinstance(value, Mirrored) or (isinstance(value, DistributedVariable)
+                                           and not isinstance(value, SyncOnReadVariable)):
             if op is ReduceOp.SUM:
                 raise ValueError("A Mirrored value cannot be reduced with ReduceOp.SUM: it already holds the "
                                  "same value on every replica. Use ReduceOp.MEAN to copy it to the destinations.")
             return self._cross_device_ops.broadcast(_first(value), devices)
-        if isinstance(value, DistributedValues) or getattr(value, "_is_sync_on_read", False):
+        if isinstance(value, DistributedValues):  # SyncOnRead variables too
             return self._cross_device_ops.reduce(op, value, devices, options)
         reduced = self._container_strategy()._reduce_plain(op, value, None, devices[0])
         return self._cross_device_ops.broadcast(reduced, devices)
@@ -223,7 +224,7 @@ class MultiReplicaExtended(StrategyExtended):
         raise TypeError(f"{type(self).__name__} must define how its variables are made")
 
     def _check_colocate(self, var: Any) -> None:
-        if getattr(var, "_distribute_strategy", None) is not self._container_strategy():
+        if owning_strategy(var) is not self._container_strategy():
             raise ValueError("`colocate_vars_with` must only be passed a variable created in this "
                              f"distribute.Strategy.scope(), not: {var!r}")
 

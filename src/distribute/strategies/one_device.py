@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import torch
 
+from distribute._base.nest import map_structure
 from distribute._core import context
 from distribute._core.devices import canonicalize
 from distribute._base.reduce_op import ReduceOp
@@ -81,6 +82,4 @@ class OneDeviceExtended(MultiReplicaExtended):
 
 
 def _to_device(structure: Any, device: torch.device) -> Any:
-    from distribute._base.nest import map_structure
-
     return map_structure(lambda v: v.to(device) if isinstance(v, torch.Tensor) else v, structure)

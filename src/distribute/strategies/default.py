@@ -3,6 +3,11 @@
 One replica, no distribution: ``run`` calls the function directly, reductions return their
 input, variables are plain ``distribute.Variable``s. Code written for a strategy therefore
 runs unchanged without one.
+
+It lives in the strategies layer because its input methods validate with
+``distribute.distributed_input``; importing this module registers it with
+:func:`distribute._core.context.set_default_strategy_factory` (``distribute.strategies``
+imports it, so ``distribute.get_strategy()`` always has it).
 """
 
 from __future__ import annotations
@@ -11,10 +16,13 @@ from typing import Any, Callable, Dict
 
 import torch
 
-from distribute._core import context
 from distribute._base.reduce_op import ReduceOp
+from distribute._core import context
+from distribute._core.devices import canonicalize
 from distribute._core.replica_context import InputContext, ValueContext
-from distribute._core.strategy import Strategy, StrategyExtended
+from distribute._core.strategy import Strategy
+from distribute._core.variables import owning_strategy
+from distribute.strategies.input_hooks import InputExtended
 
 __all__ = ["DefaultStrategy"]
 
@@ -36,7 +44,7 @@ class DefaultStrategy(Strategy):
     def run(self, fn: Callable, args: Any = (), kwargs: Any = None, options: Any = None) -> Any:
         if type(args) is not tuple and not isinstance(args, (list, tuple)):
             raise ValueError(f"positional args must be a list or tuple, got {type(args)}")
-        s = context._state.stack
+        s = context.stack()
         if s and s[-1].strategy is not self:
             mode = s[-1]
             raise RuntimeError(f"Mixing different distribute.Strategy objects: {self} is not {mode.strategy}")
@@ -51,7 +59,7 @@ class DefaultStrategy(Strategy):
         return "<distribute._DefaultDistributionStrategy>"
 
 
-class DefaultExtended(StrategyExtended):
+class DefaultExtended(InputExtended):
     """The default strategy's extended API: single replica, identity collectives."""
 
     @property
@@ -77,10 +85,10 @@ class DefaultExtended(StrategyExtended):
     def _distribute_values_from_function(self, value_fn: Callable) -> Any:
         return value_fn(ValueContext())
 
-    def _experimental_distribute_dataset(self, dataset: Any, options: Any) -> Any:
+    def _build_distributed_dataset(self, dataset: Any, options: Any) -> Any:
         return dataset
 
-    def _distribute_datasets_from_function(self, dataset_fn: Callable, options: Any) -> Any:
+    def _build_datasets_from_function(self, dataset_fn: Callable, options: Any) -> Any:
         return dataset_fn(InputContext())
 
     def _merge_call(self, ctx: Any, merge_fn: Callable, args: tuple, kwargs: dict) -> Any:
@@ -96,10 +104,11 @@ class DefaultExtended(StrategyExtended):
         return factory(**kwargs)
 
     def variable_created_in_scope(self, v: Any) -> bool:
-        return getattr(v, "_distribute_strategy", None) is None
+        return owning_strategy(v) is None
 
 
 def _torch_device(name: str) -> torch.device:
-    from distribute._core.devices import canonicalize
-
     return canonicalize(name).torch_device
+
+
+context.set_default_strategy_factory(DefaultStrategy._create)
