@@ -140,6 +140,11 @@ class GreenletExecutor:
             self._relay = None
 
 
+class _ReplicaChannel(threading.local):
+    def __init__(self) -> None:
+        self.channel: Optional[_ReplicaThread] = None
+
+
 class _ReplicaThread:
     def __init__(self, executor: "ThreadExecutor", index: int) -> None:
         self.inbox: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
@@ -167,7 +172,7 @@ class ThreadExecutor:
         self._stacks = stacks
         self._grad = torch.is_grad_enabled()
         self._events: "queue.SimpleQueue[Tuple[int, Event]]" = queue.SimpleQueue()
-        self._local = threading.local()
+        self._local = _ReplicaChannel()
         self._threads = [_ReplicaThread(self, i) for i in range(len(stacks))]
 
     def start(self, index: int, fn: Callable, args: tuple, kwargs: dict) -> Event:
@@ -190,6 +195,8 @@ class ThreadExecutor:
 
     def park(self, request: Any) -> Any:
         channel = self._local.channel
+        if channel is None:  # not on a replica thread: the driver (e.g. a backward in merge_fn)
+            return relay_from_helper(request)
         index = self._threads.index(channel)
         self._events.put((index, ("sync", request)))
         result = channel.inbox.get()
