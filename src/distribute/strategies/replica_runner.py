@@ -35,6 +35,7 @@ class ReplicaRunner:
 
     def __init__(self, strategy: Any, num_local: int, first_replica_id: int = 0) -> None:
         self._strategy = strategy
+        self._first_replica_id = first_replica_id
         self._contexts = [ReplicaContext(strategy, first_replica_id + i, _local_id=i) for i in range(num_local)]
         self._modes = [Mode(strategy, None, ctx) for ctx in self._contexts]
         self._executor: Any = None
@@ -42,8 +43,7 @@ class ReplicaRunner:
 
     def __deepcopy__(self, memo: dict) -> "ReplicaRunner":
         strategy = memo.get(id(self._strategy), self._strategy)
-        first = self._contexts[0]._replica_id
-        return ReplicaRunner(strategy, len(self._contexts), first)
+        return ReplicaRunner(strategy, len(self._contexts), self._first_replica_id)
 
     @property
     def modes(self) -> List[Mode]:

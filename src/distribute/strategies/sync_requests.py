@@ -62,6 +62,8 @@ class SyncRequest(abc.ABC):
     """
 
     __slots__ = ("describe", "requires_grad")
+    describe: str
+    requires_grad: bool
 
     def signature(self) -> Any:
         """What must be equal on every replica besides the operation (None: nothing)."""
@@ -95,7 +97,7 @@ class SyncRequest(abc.ABC):
 class MergeCall(SyncRequest):
     """``merge_call(merge_fn, args, kwargs)``: ``merge_fn`` runs once on the regrouped arguments."""
 
-    __slots__ = ("merge_fn", "args", "kwargs")
+    __slots__ = ("args", "kwargs", "merge_fn")
 
     def __init__(self, merge_fn: Callable, args: tuple, kwargs: dict) -> None:
         self.describe, self.requires_grad = "merge_call", False
@@ -116,7 +118,9 @@ class MergeCall(SyncRequest):
 class _Collective(SyncRequest):
     """A collective over a nested structure ``value`` whose leaves every replica must match."""
 
-    __slots__ = ("value", "_signature")
+    __slots__ = ("_signature", "value")
+    value: Any
+    _signature: Optional[tuple]
 
     def signature(self) -> Any:
         if self._signature is None:
@@ -173,7 +177,7 @@ class AllGather(_Collective):
 class GradientSync(SyncRequest):
     """The backward of a collective: ``op`` over every replica's upstream gradient."""
 
-    __slots__ = ("op", "grad")
+    __slots__ = ("grad", "op")
 
     def __init__(self, what: str, op: ReduceOp, grad: torch.Tensor) -> None:
         self.describe, self.requires_grad = f"gradient of {what}", False
