@@ -2,8 +2,9 @@
 
 The gradient of ``all_reduce(op, x)`` is ``all_reduce(op, upstream)``; the gradient of
 ``all_gather(x, axis)`` is this replica's slice of ``all_reduce(SUM, upstream)``. The backward
-hands a ``SyncRequest`` to ``sync``: with several replicas that synchronises them again (so
-runs that use them execute replicas on threads); with one it reduces in place.
+hands a ``GradientSync`` request to ``sync``: with several replicas that synchronises them again
+(on the replicas' threads, or on the helper threads of ``backward_relay.py``); with one it
+reduces in place.
 """
 
 from __future__ import annotations
@@ -13,16 +14,11 @@ from typing import Any, Callable, Tuple
 import torch
 
 from distribute._base.reduce_op import ReduceOp
-from distribute.strategies.replica_runner import SyncRequest
+from distribute.strategies.sync_requests import GradientSync, SyncRequest
 
 __all__ = ["AllGatherGrad", "AllReduceGrad", "Sync"]
 
 Sync = Callable[[SyncRequest], Any]
-
-
-def _grad_request(what: str, op: ReduceOp, grad: torch.Tensor) -> SyncRequest:
-    signature = (tuple(grad.shape), str(grad.dtype))
-    return SyncRequest("grad", f"gradient of {what}", signature, (op, grad))
 
 
 class AllReduceGrad(torch.autograd.Function):
@@ -35,7 +31,7 @@ class AllReduceGrad(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> Tuple[Any, ...]:
-        summed = ctx.sync(_grad_request(f"all_reduce({ctx.op.value})", ctx.op, grad))
+        summed = ctx.sync(GradientSync(f"all_reduce({ctx.op.value})", ctx.op, grad))
         return summed, None, None, None
 
 
@@ -50,5 +46,5 @@ class AllGatherGrad(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> Tuple[Any, ...]:
-        summed = ctx.sync(_grad_request("all_gather", ReduceOp.SUM, grad))
+        summed = ctx.sync(GradientSync("all_gather", ReduceOp.SUM, grad))
         return summed.narrow(ctx.axis, ctx.offset, ctx.length), None, None, None, None

@@ -6,21 +6,24 @@ step and resumes the replicas in order. A replica's event is ``("done", result)`
 ``("sync", request)`` or ``("error", exception)``.
 
 Greenlets switch in well under a microsecond, so they are the default. Torch's autograd engine
-keeps per-thread state that cannot be shared by replicas suspended inside ``backward()``, so a
-run whose collectives must synchronise *during* backward (a differentiable ``all_reduce``)
-uses the thread executor, where each replica has its own engine state.
+keeps per-thread state that cannot be shared by replicas suspended inside ``backward()``. When a
+greenlet run reaches its first collective that needs a gradient, ``expect_backward`` moves each
+later backward call of a replica onto a helper thread (``backward_relay.py``); the replica
+function itself is never run again. The runner uses the thread executor, where each replica has
+its own thread and engine state, for the steps after that.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import greenlet
 import torch
 
 from distribute._core import context
+from distribute.strategies.backward_relay import BackwardRelay, relay_from_helper
 
 __all__ = ["GreenletExecutor", "ReplicaAborted", "ThreadExecutor"]
 
@@ -67,6 +70,7 @@ class GreenletExecutor:
         self._stacks = stacks
         self._modes = [_TorchModes() for _ in stacks]
         self._greenlets: List[Any] = [None] * len(stacks)
+        self._relay: Optional[BackwardRelay] = None
 
     def start(self, index: int, fn: Callable, args: tuple, kwargs: dict) -> Event:
         g = _pool.idle.pop() if _pool.idle else greenlet.greenlet(_worker)
@@ -102,7 +106,10 @@ class GreenletExecutor:
     @staticmethod
     def park(request: Any) -> Any:
         """Called inside a replica: hands ``request`` to the driver and waits for the result."""
-        result = greenlet.getcurrent().parent.switch(("sync", request))
+        parent = greenlet.getcurrent().parent
+        if parent is None:  # a helper thread's backward, or the driver itself
+            return relay_from_helper(request)
+        result = parent.switch(("sync", request))
         if isinstance(result, BaseException):
             raise result
         return result
@@ -111,6 +118,31 @@ class GreenletExecutor:
         """Unwinds a parked replica (its ``finally`` blocks run) and recycles its greenlet."""
         if self._greenlets[index] is not None:
             self._switch(index, ReplicaAborted(), throw=True)
+
+    def current_replica(self) -> Optional[int]:
+        """The local index of the replica whose greenlet is running, None elsewhere."""
+        current = greenlet.getcurrent()
+        for index, g in enumerate(self._greenlets):
+            if g is current:
+                return index
+        return None
+
+    def expect_backward(self) -> None:
+        """From now until ``close``, replicas' backward calls run on helper threads."""
+        if self._relay is None:
+            self._relay = BackwardRelay(self)
+            self._relay.__enter__()
+
+    def close(self) -> None:
+        """Ends what ``expect_backward`` started (called by the driver when the run ends)."""
+        if self._relay is not None:
+            self._relay.__exit__(None, None, None)
+            self._relay = None
+
+
+class _ReplicaChannel(threading.local):
+    def __init__(self) -> None:
+        self.channel: Optional[_ReplicaThread] = None
 
 
 class _ReplicaThread:
@@ -140,7 +172,7 @@ class ThreadExecutor:
         self._stacks = stacks
         self._grad = torch.is_grad_enabled()
         self._events: "queue.SimpleQueue[Tuple[int, Event]]" = queue.SimpleQueue()
-        self._local = threading.local()
+        self._local = _ReplicaChannel()
         self._threads = [_ReplicaThread(self, i) for i in range(len(stacks))]
 
     def start(self, index: int, fn: Callable, args: tuple, kwargs: dict) -> Event:
@@ -163,6 +195,8 @@ class ThreadExecutor:
 
     def park(self, request: Any) -> Any:
         channel = self._local.channel
+        if channel is None:  # not on a replica thread: the driver (e.g. a backward in merge_fn)
+            return relay_from_helper(request)
         index = self._threads.index(channel)
         self._events.put((index, ("sync", request)))
         result = channel.inbox.get()
@@ -173,6 +207,9 @@ class ThreadExecutor:
     def abort(self, index: int) -> None:
         if self._threads[index].thread.is_alive():
             self.resume(index, ReplicaAborted())
+
+    def expect_backward(self) -> None:
+        """Nothing to do: every replica has its own thread, so its own autograd-engine state."""
 
     def close(self) -> None:
         """Joins every replica thread that was started."""

@@ -24,7 +24,8 @@ from distribute._core.variables import Variable, owning_strategy
 from distribute.collectives.cross_device_ops import CrossDeviceOps, ReductionToOneDevice, destination_devices
 from distribute.strategies.input_hooks import InputExtended
 from distribute.strategies.collective_grads import AllGatherGrad, AllReduceGrad, Sync
-from distribute.strategies.replica_runner import ReplicaRunner, SyncRequest, leaf_signature, merge_call_results
+from distribute.strategies.replica_runner import ReplicaRunner
+from distribute.strategies.sync_requests import AllGather, AllReduce, MergeCall, SyncRequest, repr_structure
 
 __all__ = ["MultiReplicaExtended"]
 
@@ -87,35 +88,30 @@ class MultiReplicaExtended(InputExtended):
         return strategy
 
     def _merge(self, requests: List[SyncRequest]) -> list:
-        kind = requests[0].kind
-        if kind == "merge_call":
-            return merge_call_results(self._container_strategy(), requests)
-        if kind == "all_reduce":
-            return self._merge_all_reduce(requests)
-        if kind == "all_gather":
-            return self._merge_all_gather(requests)
-        op = requests[0].payload[0]
-        return self._reduce_to_replicas(op, [r.payload[1] for r in requests])
+        return requests[0].merge(self, requests)
 
     def _reduce_to_replicas(self, op: ReduceOp, tensors: List[torch.Tensor]) -> List[torch.Tensor]:
         reduced = reduce_components(op, tensors, None, tensors[0].device, **self._across_workers())
         return [reduced.to(d, copy=True) for d in self._torch_devices()]
 
-    def _merge_all_reduce(self, requests: List[SyncRequest]) -> list:
-        op, structure = requests[0].payload[0], requests[0].payload[1]
-        leaves = [flatten(r.payload[1]) for r in requests]
+    def _merge_all_reduce(self, requests: Sequence[AllReduce]) -> list:
+        op, structure = requests[0].op, requests[0].value
+        leaves = [flatten(r.value) for r in requests]
         out: List[list] = [[] for _ in requests]
         for j in range(len(leaves[0])):
             values = [as_tensor(leaf[j]).detach() for leaf in leaves]
             for i, value in enumerate(self._reduce_to_replicas(op, values)):
-                x = leaves[i][j]
-                needs_grad = isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled()
-                out[i].append(AllReduceGrad.apply(x, value, self._grad_sync(), op) if needs_grad else value)
+                x = leaves[i][j]  # differentiable if grad mode was on in that replica (not in this driver)
+                needs_grad = requests[i].requires_grad and isinstance(x, torch.Tensor) and x.requires_grad
+                if needs_grad:
+                    with torch.enable_grad():
+                        value = AllReduceGrad.apply(x, value, self._grad_sync(), op)
+                out[i].append(value)
         return [pack_sequence_as(structure, o) for o in out]
 
-    def _merge_all_gather(self, requests: List[SyncRequest]) -> list:
-        axis, structure = requests[0].payload[0], requests[0].payload[1]
-        leaves = [flatten(r.payload[1]) for r in requests]
+    def _merge_all_gather(self, requests: Sequence[AllGather]) -> list:
+        axis, structure = requests[0].axis, requests[0].value
+        leaves = [flatten(r.value) for r in requests]
         out: List[list] = [[] for _ in requests]
         for j in range(len(leaves[0])):
             values = [as_tensor(leaf[j]).detach() for leaf in leaves]
@@ -123,8 +119,9 @@ class MultiReplicaExtended(InputExtended):
             offset = 0
             for i, device in enumerate(self._torch_devices()):
                 result, x = gathered.to(device, copy=True), leaves[i][j]
-                if isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled():
-                    result = AllGatherGrad.apply(x, result, self._grad_sync(), axis % max(x.dim(), 1), offset)
+                if requests[i].requires_grad and isinstance(x, torch.Tensor) and x.requires_grad:
+                    with torch.enable_grad():
+                        result = AllGatherGrad.apply(x, result, self._grad_sync(), axis % max(x.dim(), 1), offset)
                 offset += values[i].shape[axis]
                 out[i].append(result)
         return [pack_sequence_as(structure, o) for o in out]
@@ -141,12 +138,12 @@ class MultiReplicaExtended(InputExtended):
 
     # -- replica-context hooks --------------------------------------------------------
     def _merge_call(self, ctx: Any, merge_fn: Callable, args: tuple, kwargs: dict) -> Any:
+        request = MergeCall(merge_fn, args, kwargs)
         if self._num_local_replicas == 1:
-            return merge_call_results(self._container_strategy(), [SyncRequest(
-                "merge_call", "merge_call", None, (merge_fn, args, kwargs))])[0]
-        return self._runner.sync(SyncRequest("merge_call", "merge_call", None, (merge_fn, args, kwargs)))
+            return self._merge([request])[0]
+        return self._runner.sync(request)
 
-    def _collective(self, kind: str, describe: str, arg: Any, value: Any, skip_axis: Any = None) -> Any:
+    def _collective(self, make: Callable[[Any, Any, bool], SyncRequest], arg: Any, value: Any) -> Any:
         leaves = flatten(value)
         if any(isinstance(x, DistributedVariable) for x in leaves):
             # Each replica contributes its own component (a SyncOnRead variable's local value,
@@ -155,19 +152,16 @@ class MultiReplicaExtended(InputExtended):
             value = pack_sequence_as(value, leaves)
         needs_grad = torch.is_grad_enabled() and any(
             isinstance(x, torch.Tensor) and x.requires_grad for x in leaves)
-        request = SyncRequest(kind, describe, (repr_structure(value), leaf_signature(leaves, skip_axis)),
-                              (arg, value), needs_grad and self._num_local_replicas > 1)
-        if self._num_local_replicas == 1 and not self._across_workers():
-            return self._merge([request])[0]
+        request = make(arg, value, needs_grad)
         if self._num_local_replicas == 1:
             return self._merge([request])[0]
         return self._runner.sync(request)
 
     def _replica_all_reduce(self, ctx: Any, op: ReduceOp, value: Any, options: Any) -> Any:
-        return self._collective("all_reduce", f"all_reduce({op.value})", op, value)
+        return self._collective(AllReduce, op, value)
 
     def _replica_all_gather(self, ctx: Any, value: Any, axis: int, options: Any) -> Any:
-        return self._collective("all_gather", f"all_gather(axis={axis})", axis, value, skip_axis=axis)
+        return self._collective(AllGather, axis, value)
 
     # -- cross-replica hooks ----------------------------------------------------------
     def _destination_devices(self, destinations: Any) -> List[torch.device]:
@@ -248,16 +242,6 @@ def _check_same_names(names: Any, kwargs: dict) -> dict:
             f"({listing}); they would be merged into one variable. Every replica must create the "
             "same variables, in the same order, with the same names.")
     return kwargs
-
-
-def repr_structure(value: Any) -> str:
-    """A short description of a nested structure's shape (types and keys), for mismatch errors."""
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {repr_structure(v)}" for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))) + "}"
-    if isinstance(value, (list, tuple)):
-        inner = ", ".join(repr_structure(v) for v in value)
-        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
-    return "tensor" if isinstance(value, torch.Tensor) else type(value).__name__
 
 
 def local_devices(devices: Sequence[Any]) -> Tuple[Device, ...]:

@@ -1,44 +1,33 @@
 """Runs a function once per local replica and implements their synchronisation points.
 
-A synchronisation point is a ``SyncRequest``: a ``merge_call``, an ``all_reduce`` or an
-``all_gather`` (the collectives, and the gradient of a collective during backward). When every
-replica has reached one, the driver checks that they agree (same kind, same structure, shapes
-and dtypes, same number of calls) and runs the merge step once in cross-replica context. Any
-disagreement or exception unwinds every replica and is raised in the caller, naming the
-replicas involved, so nothing is left blocked.
+A synchronisation point is a ``SyncRequest`` (``sync_requests.py``): a ``MergeCall``, an
+``AllReduce``, an ``AllGather``, or the ``GradientSync`` of a collective's backward. When every
+replica has reached one, the driver asks replica 0's request whether the others agree (same
+class and operation, same structure, shapes and dtypes, same number of calls) and runs its merge
+once in cross-replica context. Any disagreement or exception unwinds every replica and is raised
+in the caller, naming the replicas involved, so nothing is left blocked.
+
+The replica function runs exactly once per replica per ``run``. The executor is chosen before it
+starts: greenlets, unless a collective of an earlier step needed a gradient (or
+``use_threads`` was set), then threads. A greenlet step whose collective needs a gradient moves
+the replicas' later backward calls onto helper threads (``executor.expect_backward``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, NamedTuple, Optional, Sequence
-
-import torch
+from typing import Any, Callable, List, Sequence
 
 from distribute._core import context
 from distribute._core.context import Mode
-from distribute._base.nest import flatten
 from distribute._core.replica_context import ReplicaContext
-from distribute._core.values import regroup, select_replica
-from distribute.errors import CollectiveError, GatherShapeMismatchError
+from distribute._core.values import select_replica
 from distribute.strategies.executors import GreenletExecutor, ReplicaAborted, ThreadExecutor
+from distribute.strategies.sync_requests import SyncRequest
 
-__all__ = ["ReplicaRunner", "SyncRequest"]
+__all__ = ["ReplicaRunner"]
 
 MERGE_COUNT_ERROR = "Some replicas made a different number of replica_context().merge_call() calls."
-
-
-class SyncRequest(NamedTuple):
-    """What a replica asks for at a synchronisation point."""
-
-    kind: str                      # "merge_call", "all_reduce", "all_gather", "grad"
-    describe: str                  # e.g. "all_reduce(SUM)"
-    signature: Any                 # compared across replicas (None: not compared)
-    payload: Any                   # kind-specific arguments
-    needs_threads: bool = False    # True when the result must be differentiable
-
-
-class _Restart(Exception):
-    """Raised by the driver to rerun a step on threads (see ``ReplicaRunner.run``)."""
+Merge = Callable[[List[SyncRequest]], list]
 
 
 class ReplicaRunner:
@@ -46,6 +35,7 @@ class ReplicaRunner:
 
     def __init__(self, strategy: Any, num_local: int, first_replica_id: int = 0) -> None:
         self._strategy = strategy
+        self._first_replica_id = first_replica_id
         self._contexts = [ReplicaContext(strategy, first_replica_id + i, _local_id=i) for i in range(num_local)]
         self._modes = [Mode(strategy, None, ctx) for ctx in self._contexts]
         self._executor: Any = None
@@ -53,8 +43,7 @@ class ReplicaRunner:
 
     def __deepcopy__(self, memo: dict) -> "ReplicaRunner":
         strategy = memo.get(id(self._strategy), self._strategy)
-        first = self._contexts[0]._replica_id
-        return ReplicaRunner(strategy, len(self._contexts), first)
+        return ReplicaRunner(strategy, len(self._contexts), self._first_replica_id)
 
     @property
     def modes(self) -> List[Mode]:
@@ -67,34 +56,25 @@ class ReplicaRunner:
         return self._contexts
 
     # -- running ----------------------------------------------------------------------
-    def run(self, fn: Callable, args: tuple, kwargs: dict, merge: Callable[[List[SyncRequest]], list]) -> list:
-        """Runs ``fn`` on every local replica; returns the per-replica results."""
-        try:
-            return self._run_once(fn, args, kwargs, merge, self.use_threads)
-        except _Restart:
-            self.use_threads = True
-            return self._run_once(fn, args, kwargs, merge, True)
-
-    def _run_once(self, fn: Callable, args: tuple, kwargs: dict, merge: Callable, threads: bool) -> list:
+    def run(self, fn: Callable, args: tuple, kwargs: dict, merge: Merge) -> list:
+        """Runs ``fn`` once on every local replica; returns the per-replica results."""
         base = context.stack()
         stacks = [base + [mode] for mode in self._modes]
-        executor = ThreadExecutor(stacks) if threads else GreenletExecutor(stacks)
+        executor = ThreadExecutor(stacks) if self.use_threads else GreenletExecutor(stacks)
         previous, self._executor = self._executor, executor
         try:
             return self._drive(executor, fn, args, kwargs, merge)
         finally:
             self._executor = previous
-            if threads:
-                executor.close()
+            executor.close()
 
-    def _drive(self, executor: Any, fn: Callable, args: tuple, kwargs: dict, merge: Callable) -> list:
+    def _drive(self, executor: Any, fn: Callable, args: tuple, kwargs: dict, merge: Merge) -> list:
         n = len(self._contexts)
         events: list = []
         for i in range(n):
             events.append(executor.start(i, fn, select_replica(i, args), select_replica(i, kwargs)))
             if events[-1][0] == "error":
                 self._fail(executor, events, events[-1][1])
-        syncs = 0
         while True:
             kinds = {event[0] for event in events}
             if kinds == {"done"}:
@@ -102,19 +82,22 @@ class ReplicaRunner:
             if kinds != {"sync"}:
                 self._fail(executor, events, RuntimeError(self._count_message(events)))
             requests = [event[1] for event in events]
-            self._check_agreement(executor, events, requests)
-            if requests[0].needs_threads and not executor.uses_threads:
-                self._fail(executor, events, _Restart() if syncs == 0 else RuntimeError(self._threads_message()))
-            syncs += 1
+            error = requests[0].disagreement(requests)
+            if error is not None:
+                self._fail(executor, events, error)
+            if requests[0].requires_grad:  # a backward in the replicas will synchronise them
+                self.use_threads = True
+                executor.expect_backward()
             try:
                 results = merge(requests)
             except BaseException as exc:  # noqa: BLE001 - reported in the caller
                 self._fail(executor, events, exc)
-            events = []
+            resumed: list = []
             for i in range(n):
-                events.append(executor.resume(i, results[i]))
-                if events[-1][0] == "error":
-                    self._fail(executor, events, events[-1][1])
+                resumed.append(executor.resume(i, results[i]))
+                if resumed[-1][0] == "error":  # unwind the replicas still parked, resumed or not
+                    self._fail(executor, resumed + events[i + 1:], resumed[-1][1])
+            events = resumed
 
     def _fail(self, executor: Any, events: Sequence[Any], exc: BaseException) -> None:
         for i, event in enumerate(events):
@@ -131,29 +114,6 @@ class ReplicaRunner:
         return (f"{MERGE_COUNT_ERROR} Replicas {done} returned while {', '.join(waiting)} was "
                 "waiting for them; every replica must make the same synchronisation calls.")
 
-    @staticmethod
-    def _threads_message() -> str:
-        return ("A differentiable collective (an all_reduce or all_gather of a tensor that requires "
-                "grad) came after another synchronisation point in the first step that used one. "
-                "Set `strategy.extended.experimental_replica_threads = True` before the first step "
-                "so that replicas run on threads, which backward through a collective needs.")
-
-    def _check_agreement(self, executor: Any, events: list, requests: List[SyncRequest]) -> None:
-        first = requests[0]
-        for i, request in enumerate(requests[1:], start=1):
-            if request.kind != first.kind or request.describe != first.describe:
-                self._fail(executor, events, CollectiveError(
-                    f"Replicas called different synchronisation operations: replica 0 called "
-                    f"{first.describe} but replica {i} called {request.describe}. Every replica "
-                    "must make the same collective calls in the same order."))
-            if first.signature is not None and request.signature != first.signature:
-                if first.kind == "all_gather" and _same_but_shapes(first.signature, request.signature):
-                    self._fail(executor, events, _gather_mismatch(requests))
-                self._fail(executor, events, CollectiveError(
-                    f"Replicas disagree on {first.describe}: replica 0 passed {first.signature} but "
-                    f"replica {i} passed {request.signature}. Structures, dtypes and shapes must "
-                    "match (all_gather: shapes may differ only along the gather axis)."))
-
     # -- inside a replica ---------------------------------------------------------------
     def sync(self, request: SyncRequest) -> Any:
         """Called by a replica: waits until every replica arrives, returns its merge result."""
@@ -162,45 +122,3 @@ class ReplicaRunner:
             raise RuntimeError("Need to be inside `call_for_each_replica()`")
         return executor.park(request)
 
-
-def _same_but_shapes(a: Any, b: Any) -> bool:
-    """True when two collective signatures differ only in the shapes of their tensors."""
-    def strip(signature: Any) -> tuple:
-        return (signature[0],) + tuple(x[1] if isinstance(x, tuple) else x for x in signature[1])
-    return strip(a) == strip(b)
-
-
-def _gather_mismatch(requests: List[SyncRequest]) -> GatherShapeMismatchError:
-    axis = requests[0].payload[0]
-    shapes = [[tuple(x.shape) for x in flatten(r.payload[1]) if isinstance(x, torch.Tensor)] for r in requests]
-    listing = ", ".join(f"replica {i}: {s[0] if len(s) == 1 else s}" for i, s in enumerate(shapes))
-    return GatherShapeMismatchError(
-        f"Shape mismatch in all_gather(axis={axis}): {listing}. The values gathered must have the "
-        f"same rank and the same size in every dimension except the gather axis ({axis}).")
-
-
-def merge_call_results(strategy: Any, requests: List[SyncRequest]) -> list:
-    """The merge step of ``merge_call``: regroup the arguments, call ``merge_fn`` once."""
-    merge_fn = requests[0].payload[0]
-    args = regroup([r.payload[1] for r in requests])
-    kwargs = regroup([r.payload[2] for r in requests])
-    context.push(Mode(strategy, strategy, None))
-    try:
-        result = merge_fn(strategy, *args, **kwargs)
-    finally:
-        context.pop()
-    return [select_replica(i, result) for i in range(len(requests))]
-
-
-def leaf_signature(leaves: Sequence[Any], skip_axis: Optional[int] = None) -> tuple:
-    """Shapes and dtypes of tensor leaves, for the agreement check."""
-    out = []
-    for leaf in leaves:
-        if isinstance(leaf, torch.Tensor):
-            shape = list(leaf.shape)
-            if skip_axis is not None and shape:
-                shape[skip_axis % len(shape)] = "*"
-            out.append((tuple(shape), str(leaf.dtype).replace("torch.", "")))
-        else:
-            out.append(type(leaf).__name__)
-    return tuple(out)
