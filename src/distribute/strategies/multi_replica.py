@@ -25,7 +25,7 @@ from distribute.collectives.cross_device_ops import CrossDeviceOps, ReductionToO
 from distribute.strategies.input_hooks import InputExtended
 from distribute.strategies.collective_grads import AllGatherGrad, AllReduceGrad, Sync
 from distribute.strategies.replica_runner import ReplicaRunner
-from distribute.strategies.sync_requests import AllGather, AllReduce, MergeCall, SyncRequest, repr_structure
+from distribute.strategies.sync_requests import AllGather, AllReduce, MergeCall, SyncRequest
 
 __all__ = ["MultiReplicaExtended"]
 
