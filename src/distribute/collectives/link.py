@@ -118,14 +118,18 @@ class Link:
             work.wait()
             return
         start = time.monotonic()
+        finished = False  # the work completed just as a slice expired
         while True:
             try:
                 work.wait(SLICE)
                 return
             except RuntimeError as exc:
                 elapsed = time.monotonic() - start
-                sliced = str(exc).startswith(_SLICE_EXPIRED) and not work.is_completed()
-                if not sliced or elapsed > limit + 2.0:
+                sliced = str(exc).startswith(_SLICE_EXPIRED)
+                if sliced and not finished and work.is_completed():
+                    finished = True  # wait once more: it returns at once, or raises the work's own error
+                    continue
+                if not sliced or finished or elapsed > limit + 2.0:
                     raise self._fail(str(exc), elapsed >= 0.9 * limit, limit) from None
                 failed = self._peer_failed()
                 if failed is not None:
