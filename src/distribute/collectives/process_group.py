@@ -1,9 +1,9 @@
 """Collectives across worker processes over ``torch.distributed``, with deadlines and blame.
 
 This layer (this module with its helpers ``connect.py``, ``rendezvous.py``, ``health.py``,
-``link.py``, ``verify.py``, ``plans.py``, ``packing.py``, ``wire.py`` with the wire methods'
-``stream.py``, ``pairwise.py`` and ``nan_signal.py``, and ``thresholds.py``) is the only place
-in ``distribute`` that creates a TCPStore or a torch process group.
+``link.py``, ``verify.py``, ``plans.py``, ``packing.py``, ``torch_private.py``, and the wire
+methods: ``wire.py``, ``stream.py``, ``pairwise.py``, ``nan_signal.py``, ``thresholds.py``) is
+the only place in ``distribute`` that creates a TCPStore or a torch process group.
 :func:`distribute.collectives.connect.connect` meets the other tasks of the cluster (see
 ``rendezvous.py``), builds a gloo process group whose sockets bind this task's own address (plus
 an NCCL group for CUDA tensors when asked), and starts a heartbeat thread.

@@ -64,7 +64,7 @@ class Fingerprint(NamedTuple):
 
     ``frames`` is the frame plan for kinds that can carry a header slot (all-reduce); it is
     empty for kinds that always use a full check (gather, broadcast). ``wire`` gives the pieces
-    each frame travels in (``packing.wire_plan``; the header is in the first piece).
+    each frame travels in (``WireMethod.bounds`` of ``wire.py``; the header is in the first piece).
     ``method`` is the wire method that moves the data (``wire.py``; None: the general packed
     path). ``direct`` says that a piece holding exactly one tensor may be all-reduced in the
     caller's tensor itself: only for an in-place sum between two processes, where a peer that
