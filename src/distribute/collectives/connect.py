@@ -1,12 +1,13 @@
 """Joining the cluster: the one process group of each task, built once and shared.
 
 :func:`connect` meets the other tasks (``rendezvous.py``), builds a gloo process group whose
-sockets listen on this task's own address only (plus an NCCL group for CUDA tensors when
-asked), starts the heartbeat (``health.py``) and returns the task's
+sockets listen on this task's own address only (plus an NCCL group for CUDA tensors when asked),
+starts the heartbeat (``health.py``) and returns the task's
 :class:`~distribute.collectives.process_group.ProcessGroup`. Whether its 2-process fast paths
 are on (``wire.py``) is the ``fast_paths`` argument, by default what the environment says
 (``DISTRIBUTE_FAST_PATHS``, read by ``cluster_resolver.fast_paths.fast_paths_enabled``). A
-second call for the same cluster and task returns the same group; :func:`shutdown_all` (also run at exit) closes them all.
+second call for the same cluster and task returns the same group; :func:`shutdown_all` (also run
+at exit) closes them all.
 
 Example (in each of two processes with the same cluster and its own task)::
 

@@ -51,6 +51,19 @@ PeerFailed = Callable[[], Optional[BaseException]]
 """The error to raise because a peer reported one, or None."""
 
 
+def _make_options(kind: str, limit: float, root: int) -> Any:
+    if kind == "allgather":
+        return allgather_options(limit)
+    if kind == "broadcast":
+        broadcast = dist.BroadcastOptions()
+        broadcast.rootRank, broadcast.rootTensor = root, 0
+        broadcast.timeout = datetime.timedelta(seconds=limit)
+        return broadcast
+    allreduce = dist.AllreduceOptions()
+    allreduce.timeout = datetime.timedelta(seconds=limit)
+    return allreduce
+
+
 class Link:
     """The data backends of a group and the waits on their work, with the group's failure handling.
 
@@ -80,14 +93,7 @@ class Link:
         key = (kind, limit, root)
         opts = self._options.get(key)
         if opts is None:
-            if kind == "allgather":
-                opts = allgather_options(limit)
-            else:
-                opts = dist.AllreduceOptions() if kind == "allreduce" else dist.BroadcastOptions()
-                opts.timeout = datetime.timedelta(seconds=limit)
-            if kind == "broadcast":
-                opts.rootRank, opts.rootTensor = root, 0
-            self._options[key] = opts
+            opts = self._options[key] = _make_options(kind, limit, root)
         return opts
 
     def allreduce(self, tensor: torch.Tensor, limit: float, cuda: bool = False) -> Any:

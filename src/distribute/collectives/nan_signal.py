@@ -79,7 +79,7 @@ def signalled_sum(link: "Link", verifier: "Verifier", fp: "Fingerprint", slot: S
     # holding exactly this one tensor, and it was made for the tensor's (CPU) device. The full
     # rule costs 0.7 us more on the path that runs once per step.
     copied = target is None or target.requires_grad or not target.is_contiguous()
-    flat = slot.fill_piece(tensors, 0) if copied else target
+    flat = target if target is not None and not copied else slot.fill_piece(tensors, 0)
     kept = first_bits(flat) if check else 0  # put back if a worker that differs adds its NaN
     work = link.allreduce(flat, limit)
     if not copied:  # written behind torch's back: autograd must see the change, as for copy_()

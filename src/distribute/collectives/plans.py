@@ -1,12 +1,13 @@
 """The plan cache of a process group: one plan per kind of call, one rule for forgetting them.
 
 A *plan* is what a collective needs besides its tensors: the fingerprint (``verify.py``: the
-frames, the wire method and its pieces, the digest), the device the data travels on, and for an in-place all-reduce whether the sums are written
-straight into the caller's tensors. Plans are keyed by everything that decides them: the kind, the note, the shapes and
-dtypes, the pack size, the device, in place or not, and the fast paths that are on. So no plan
-is ever stale, and the one invalidation rule is about memory: when :data:`LIMIT` plans are
-held (a program that makes ever new shapes or notes), they are all forgotten and made again on
-demand. Buffers are kept apart, in ``packing.SlotPool`` (least recently used go).
+frames, the wire method and its pieces, the digest), the device the data travels on, and for an
+in-place all-reduce whether the sums are written straight into the caller's tensors. Plans are
+keyed by everything that decides them: the kind, the note, the shapes and dtypes, the pack size,
+the device, in place or not, and the fast paths that are on. So no plan is ever stale, and the
+one invalidation rule is about memory: when :data:`LIMIT` plans are held (a program that makes
+ever new shapes or notes), they are all forgotten and made again on demand. Buffers are kept
+apart, in ``packing.SlotPool`` (least recently used go).
 """
 
 from __future__ import annotations

@@ -278,7 +278,8 @@ class ProcessGroup:
 
     def _slots(self, fp: Fingerprint, wire: torch.device) -> List[Slot]:
         get, digest, lead = self._pool.get, fp.digest, not fp.nan_signal  # no header where the first element signals
-        return [get((digest, i), frame, fp.metas, wire, lead and i == 0, fp.wire[i]) for i, frame in enumerate(fp.frames)]
+        return [get((digest, i), frame, fp.metas, wire, lead and i == 0, fp.wire[i])
+                for i, frame in enumerate(fp.frames)]
 
     def _count(self, fp: Fingerprint) -> None:
         name = fp.method.name if fp.method is not None else "packed"

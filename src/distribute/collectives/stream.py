@@ -108,6 +108,7 @@ def _exchange(channel: Channel, slot: Slot, k: int, tensors: List[torch.Tensor],
     def wait(work: Any) -> None:
         link.wait_p2p(work, limit)
 
+    assert slot.scratch is not None  # a slot with a pairwise piece has its scratch buffer
     for work in exchange(link.gloo, source, out, channel.rank, slot.scratch, wait):
         wait(work)
     if direct:
@@ -133,7 +134,7 @@ def send_markers(link: Link, predicted: "Fingerprint", limit: float) -> None:
     As many as a worker running the predicted collective sends before reading the header.
     """
     cuda = predicted.kind.endswith("/cuda")
-    shapes = []
+    shapes: List[Tuple[torch.dtype, int]] = []
     for frame, bounds in zip(predicted.frames, predicted.wire):
         for start, stop, pair in bounds:
             if pair or len(shapes) == SPECULATIVE_PIECES:

@@ -23,11 +23,12 @@ SIGNAL_MAX_BYTES = 32 << 20
 """Below this size a lone floating-point tensor summed in place between two processes is
 NaN-signalled (``wire.NanSignalled``): no header, no copy in or out. NaN-signalled ÷ general,
 float32 in place: 4 KB 1.01 (0.85-1.43; 0.92, 1.39, 1.08), 64 KB 0.92 (0.73-1.32), 1 MB 0.81
-(0.59-1.27; 0.84, 0.90, 0.69), 8 MB 0.82 (0.65-0.89; 0.72, 0.85, 0.79); after: 1.00, 1.11 (0.80-1.51), 0.84, 0.74 (0.67-0.84):
-a clear gain from 1 MB, noise below. From this size the pairwise exchange takes over:
-against raw gloo's in-place all-reduce (``bench/bench_multiworker.py``, 2026-11-22) it gave
-0.85-0.95x raw's bandwidth at 16 MB, even at 32 MB, 1.05-1.09x at 64 MB, while gloo's own
-all-reduce of the tensor (this path) is raw gloo's speed by construction."""
+(0.59-1.27; 0.84, 0.90, 0.69), 8 MB 0.82 (0.65-0.89; 0.72, 0.85, 0.79); after: 1.00, 1.11
+(0.80-1.51), 0.84, 0.74 (0.67-0.84): a clear gain from 1 MB, noise below. From this size the
+pairwise exchange takes over: against raw gloo's in-place all-reduce
+(``bench/bench_multiworker.py``, 2026-11-22) it gave 0.85-0.95x raw's bandwidth at 16 MB, even
+at 32 MB, 1.05-1.09x at 64 MB, while gloo's own all-reduce of the tensor (this path) is raw
+gloo's speed by construction."""
 
 PAIRWISE_MIN_BYTES = 16 << 20
 """Frames from this size travel as a pairwise exchange between two processes
@@ -38,12 +39,12 @@ is instead of copying it into the buffer. Pairwise ÷ general, float32: out of p
 in place 0.70 (0.63-0.77)."""
 
 DIRECT_MIN_BYTES = 4 << 20
-"""From this size a lone tensor that cannot be NaN-signalled (integers, bool, complex) summed
-in place between two processes travels direct, after a header piece of its own
-(``wire.Direct``). Direct ÷ general, int64 in place: 4 MB 0.79 (0.58-0.90; 0.86, 0.80, 0.69),
-8 MB 0.83 (0.68-0.99; 0.83, 0.96, 0.72); after: 0.83 (0.67-0.96), 0.80 (0.69-0.91). Below it, the extra header message costs about what
-the copies it saves do (2026-11-21: 0.79-0.84 of raw's bandwidth at 1 MB with the header in a
-message of its own)."""
+"""From this size a lone tensor that cannot be NaN-signalled (integers, bool, complex) summed in
+place between two processes travels direct, after a header piece of its own (``wire.Direct``).
+Direct ÷ general, int64 in place: 4 MB 0.79 (0.58-0.90; 0.86, 0.80, 0.69), 8 MB 0.83 (0.68-0.99;
+0.83, 0.96, 0.72); after: 0.83 (0.67-0.96), 0.80 (0.69-0.91). Below it, the extra header message
+costs about what the copies it saves do (2026-11-21: 0.79-0.84 of raw's bandwidth at 1 MB with
+the header in a message of its own)."""
 
 SEGMENT_BYTES = 2 << 20
 """Size of one message of the pairwise exchange; segments travel while earlier ones are summed

@@ -19,13 +19,13 @@ and their frame plan, hashed into a 63-bit digest. Workers agree on it in one of
   reads the summed header (up to ``SPECULATIVE_PIECES`` all-reduce pieces; a pairwise exchange
   is only ever started after the header was read). All messages then have the same size, so
   nothing aborts, and the summed header tells every worker whether all matched. If not, they
-  fall back to a full check (and send their data again). A NaN-signalled sum (``wire.py``)
-  has no header: the differing worker puts a NaN in the first element instead, so a first
-  element that sums to a number proves that both sent it. One that sums to NaN (a mismatch,
-  or a NaN in the data) sends both workers to a full check: if they agree, the sum stands; if
-  not, the first element is put back, and the rest of the tensor was summed with zeros. A
-  training loop (gradients, then a loss reduction, repeated) is predicted after its first step, so the gradient all-reduce of a
-  step costs no extra exchange at all.
+  fall back to a full check (and send their data again). A NaN-signalled sum (``wire.py``) has
+  no header: the differing worker puts a NaN in the first element instead, so a first element
+  that sums to a number proves that both sent it. One that sums to NaN (a mismatch, or a NaN in
+  the data) sends both workers to a full check: if they agree, the sum stands; if not, the first
+  element is put back, and the rest of the tensor was summed with zeros. A training loop
+  (gradients, then a loss reduction, repeated) is predicted after its first step, so the
+  gradient all-reduce of a step costs no extra exchange at all.
 
 Example:
     >>> import torch

@@ -118,7 +118,7 @@ class Pairwise(WireMethod):
             any(frame_bytes(f) >= thresholds.PAIRWISE_MIN_BYTES for f in inputs.frames)
 
     def bounds(self, frames: Tuple[Frame, ...]) -> Tuple[Bounds, ...]:
-        plan = []
+        plan: List[Bounds] = []
         for f, frame in enumerate(frames):
             lead = header_len(frame.dtype) if f == 0 else 0
             if frame_bytes(frame) < thresholds.PAIRWISE_MIN_BYTES:
