@@ -17,10 +17,10 @@ messages would differ never agree) and moves the data (:meth:`~WireMethod.send`)
   :data:`thresholds.DIRECT_MIN_BYTES` in frame 0 travels after a header piece of its own;
 * :class:`Packed` (always): each frame one all-reduce of a buffer, the header in frame 0.
 
-The fast paths can be turned off
-(``DISTRIBUTE_FAST_PATHS=0``, read by ``cluster_resolver.fast_paths_enabled``, or
-``connect(..., fast_paths=False)``): every all-reduce then travels :class:`Packed`, with the
-same sums bit for bit (between two processes every element is ``a + b`` either way).
+The fast paths can be turned off (``DISTRIBUTE_FAST_PATHS=0``, read by
+``cluster_resolver/fast_paths.py``, or ``connect(..., fast_paths=False)``): every all-reduce
+then travels :class:`Packed`, with the same sums bit for bit (between two processes every
+element is ``a + b`` either way). The option is part of every fingerprint (``option_tag``).
 """
 
 from __future__ import annotations
