@@ -25,8 +25,6 @@ KB = 1 << 10
 # comparison: (the fast path's methods, the general variant's, dtype, in place, sizes)
 COMPARISONS: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...], torch.dtype, bool, List[int]]] = {
     "nan_signal": (("nan_signal",), (), torch.float32, True, [4 * KB, 64 * KB, 1 * MB, 8 * MB]),
-    "shortcut_over_nan": (("shortcut", "nan_signal"), ("nan_signal",), torch.float32, True,
-                          [4 * KB, 64 * KB, 1 * MB]),
     "direct": (("direct",), (), torch.int64, True, [4 * MB, 8 * MB]),
     "pairwise": (("pairwise",), (), torch.float32, False, [16 * MB, 64 * MB]),
     "pairwise_in_place": (("pairwise",), (), torch.float32, True, [64 * MB]),

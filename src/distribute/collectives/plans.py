@@ -2,13 +2,12 @@
 
 A *plan* is what a collective needs besides its tensors: the fingerprint (``verify.py``: the
 frames, the wire method and its pieces, the digest), the device the data travels on, and for an
-in-place all-reduce whether the sums are written straight into the caller's tensors, whether the
-steady-state shortcut may take it (``wire.Shortcut``) and the slot it keeps. Plans are keyed by
-everything that decides them: the kind, the note, the shapes and dtypes, the pack size, the
-device, in place or not, and the fast paths that are on. So no plan is ever stale, and the one
-invalidation rule is about memory: when :data:`LIMIT` plans are held (a program that makes ever
-new shapes or notes), they are all forgotten and made again on demand. Buffers are kept apart,
-in ``packing.SlotPool`` (least recently used go).
+in-place all-reduce whether the sums are written straight into the caller's tensors. Plans are
+keyed by everything that decides them: the kind, the note, the shapes and dtypes, the pack size,
+the device, in place or not, and the fast paths that are on. So no plan is ever stale, and the
+one invalidation rule is about memory: when :data:`LIMIT` plans are held (a program that makes
+ever new shapes or notes), they are all forgotten and made again on demand. Buffers are kept
+apart, in ``packing.SlotPool`` (least recently used go).
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Dict, Hashable, Optional
 
 import torch
-
-from distribute.collectives.packing import Slot
 
 if TYPE_CHECKING:  # pragma: no cover
     from distribute.collectives.verify import Fingerprint
@@ -31,14 +28,12 @@ LIMIT = 4096
 class Plan:
     """How one kind of collective call travels (see the module docstring)."""
 
-    __slots__ = ("fp", "wire", "out", "shortcut", "slot")
+    __slots__ = ("fp", "wire", "out")
 
-    def __init__(self, fp: "Fingerprint", wire: torch.device, out: bool = False, shortcut: bool = False) -> None:
+    def __init__(self, fp: "Fingerprint", wire: torch.device, out: bool = False) -> None:
         self.fp = fp
         self.wire = wire
         self.out = out  # an in-place sum written straight into the caller's tensors
-        self.shortcut = shortcut  # wire.Shortcut may take it
-        self.slot: Optional[Slot] = None  # the shortcut's slot, once it took one
 
 
 class PlanCache:

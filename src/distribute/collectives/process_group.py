@@ -45,7 +45,7 @@ from distribute.collectives.plans import Plan, PlanCache
 from distribute.collectives.rendezvous import Layout
 from distribute.collectives.stream import Channel, reduce, send_markers
 from distribute.collectives.verify import Fingerprint, Verifier, family_digest, make_fingerprint
-from distribute.collectives.wire import PlanInputs, Shortcut, choose, fast_path_set, option_tag
+from distribute.collectives.wire import PlanInputs, choose, fast_path_set, option_tag
 
 __all__ = ["ProcessGroup"]
 _LINGER = 10.0
@@ -148,8 +148,7 @@ class ProcessGroup:
 
     @property
     def wire_counts(self) -> Dict[str, int]:
-        """How many all-reduces each wire method (``wire.py``) carried, by name (and ``'shortcut'``:
-        how many of them took the steady-state shortcut)."""
+        """How many all-reduces each wire method (``wire.py``) carried, by name."""
         return dict(self._counts)
 
     def use_fast_paths(self, fast_paths: Any) -> None:
@@ -175,11 +174,6 @@ class ProcessGroup:
         Returns:
             The sums, one per tensor (views of an internal buffer unless ``inplace``).
         """
-        if inplace and timeout is None and type(bytes_per_pack) is int and bytes_per_pack == 0 and \
-                type(tensors) in (list, tuple) and len(tensors) == 1:
-            summed = self._shortcut(tensors[0], note)  # a steady small sum (wire.Shortcut)
-            if summed is not None:
-                return summed
         tensors = check_tensors(tensors, "all_reduce")
         if not isinstance(bytes_per_pack, int) or isinstance(bytes_per_pack, bool) or bytes_per_pack < 0:
             raise ValueError(f"bytes_per_pack must be a non-negative int, received {bytes_per_pack!r}.")
@@ -274,7 +268,7 @@ class ProcessGroup:
                             self._enabled)
         fp = make_fingerprint(f"all_reduce/{wire.type}", note, metas, bytes_per_pack, frames=inputs.frames,
                               method=choose(inputs), inplace=out, option=option_tag(self._enabled))
-        return Plan(fp, wire, out, wire.type == "cpu" and Shortcut.applies(inputs, fp))
+        return Plan(fp, wire, out)
 
     def _fingerprint(self, kind: str, note: str, metas: Tuple[Meta, ...]) -> Fingerprint:
         key = (kind, note, metas, self._enabled)
@@ -286,36 +280,6 @@ class ProcessGroup:
         get, digest, lead = self._pool.get, fp.digest, not fp.nan_signal  # no header where the first element signals
         return [get((digest, i), frame, fp.metas, wire, lead and i == 0, fp.wire[i])
                 for i, frame in enumerate(fp.frames)]
-
-    def _shortcut(self, tensor: Any, note: str) -> Optional[List[torch.Tensor]]:
-        """Sums a steady small in-place ``tensor`` with its kept plan and slot, or returns None
-        (nothing done) when the call must take the full path (see ``wire.Shortcut``)."""
-        if type(tensor) is not torch.Tensor or not tensor.is_cpu:
-            return None
-        plan = self._plans.get(("all_reduce", note, ((tensor.shape, tensor.dtype),), 0, tensor.device, True,
-                                self._enabled))
-        if plan is None or not plan.shortcut or self._broken is not None or self._closed:
-            return None
-        fp = plan.fp
-        predicted = self._verifier.predicted()
-        if predicted is None or predicted.digest != fp.digest:
-            return None
-        slot = plan.slot
-        if slot is None:
-            slot = plan.slot = self._pool.get((fp.digest, 0), fp.frames[0], fp.metas, plan.wire, not fp.nan_signal,
-                                              fp.wire[0])
-        # A NaN-signalled plan's slot is only ever copied out of, never handed out: always idle.
-        # Another's is checked on every call: a call that returns new tensors may hand out its views.
-        if not (fp.nan_signal or slot.idle()):
-            return None
-        limit = self._begin(fp, None)
-        try:
-            reduce(self._channel, fp, [slot], [tensor], [tensor], limit)
-            self._count(fp)
-            self._counts["shortcut"] = self._counts.get("shortcut", 0) + 1
-        finally:
-            self._end()
-        return [tensor]
 
     def _count(self, fp: Fingerprint) -> None:
         name = fp.method.name if fp.method is not None else "packed"

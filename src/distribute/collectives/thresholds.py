@@ -17,7 +17,7 @@ medians of a second run on this code.
 
 from __future__ import annotations
 
-__all__ = ["DIRECT_MIN_BYTES", "PAIRWISE_MIN_BYTES", "SEGMENT_BYTES", "SHORTCUT_MAX_BYTES", "SIGNAL_MAX_BYTES"]
+__all__ = ["DIRECT_MIN_BYTES", "PAIRWISE_MIN_BYTES", "SEGMENT_BYTES", "SIGNAL_MAX_BYTES"]
 
 SIGNAL_MAX_BYTES = 32 << 20
 """Below this size a lone floating-point tensor summed in place between two processes is
@@ -45,14 +45,6 @@ Direct ÷ general, int64 in place: 4 MB 0.79 (0.58-0.90; 0.86, 0.80, 0.69), 8 MB
 0.83, 0.96, 0.72); after: 0.83 (0.67-0.96), 0.80 (0.69-0.91). Below it, the extra header message
 costs about what the copies it saves do (2026-11-21: 0.79-0.84 of raw's bandwidth at 1 MB with
 the header in a message of its own)."""
-
-SHORTCUT_MAX_BYTES = 4 << 20
-"""Largest tensor that takes the steady-state shortcut (``wire.Shortcut``). Shortcut ÷ full path
-over NaN-signalled float32 in place: 4 KB 0.97 (0.80-1.17; 1.04, 0.93, 1.16), 64 KB 0.96
-(0.75-1.10; 1.01, 1.04, 0.82), 1 MB 0.88 (0.61-1.12; 0.99, 1.07, 0.69); over packed int64:
-1.06, 0.99, 0.92. A small gain, inside the pairs' spread; kept because the layer's in-place
-bandwidth against raw gloo (``bench/bench_multiworker.py``, 3 rounds each, loaded machine)
-fell without it from 1.07/0.89/0.91/0.95/0.98 to 0.86/0.79/0.85/0.89/0.91 at 16 KB-4 MB."""
 
 SEGMENT_BYTES = 2 << 20
 """Size of one message of the pairwise exchange; segments travel while earlier ones are summed

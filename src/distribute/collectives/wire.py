@@ -17,9 +17,6 @@ messages would differ never agree) and moves the data (:meth:`~WireMethod.send`)
   :data:`thresholds.DIRECT_MIN_BYTES` in frame 0 travels after a header piece of its own;
 * :class:`Packed` (always): each frame one all-reduce of a buffer, the header in frame 0.
 
-:class:`Shortcut` (fast path ``shortcut``) is no wire method: it lets a steady small in-place
-sum skip the full path's bookkeeping, and says when it may.
-
 The fast paths can be turned off (``DISTRIBUTE_FAST_PATHS=0``, read by
 ``cluster_resolver/fast_paths.py``, or ``connect(..., fast_paths=False)``): every all-reduce
 then travels :class:`Packed`, with the same sums bit for bit (between two processes every
@@ -42,10 +39,10 @@ from distribute.collectives.stream import Channel, stream
 if TYPE_CHECKING:  # pragma: no cover
     from distribute.collectives.verify import Fingerprint
 
-__all__ = ["FAST_PATHS", "METHODS", "Direct", "NanSignalled", "Packed", "Pairwise", "PlanInputs", "Shortcut",
-           "WireMethod", "choose", "fast_path_set", "option_tag"]
+__all__ = ["FAST_PATHS", "METHODS", "Direct", "NanSignalled", "Packed", "Pairwise", "PlanInputs", "WireMethod",
+           "choose", "fast_path_set", "option_tag"]
 
-FAST_PATHS: FrozenSet[str] = frozenset({"nan_signal", "pairwise", "direct", "shortcut"})
+FAST_PATHS: FrozenSet[str] = frozenset({"nan_signal", "pairwise", "direct"})
 """The names of the fast paths (every one is on by default)."""
 
 
@@ -175,29 +172,6 @@ METHODS: Tuple[WireMethod, ...] = (NanSignalled(), Pairwise(), Direct(), Packed(
 def choose(inputs: PlanInputs) -> WireMethod:
     """The wire method of an all-reduce: the first of :data:`METHODS` that applies."""
     return next(method for method in METHODS if method.applies(inputs))
-
-
-class Shortcut:
-    """A steady small in-place sum of one CPU tensor skips the full path's bookkeeping.
-
-    No wire method: the sum travels by its plan's method (one piece: NaN-signalled, or packed
-    with a header). In a training loop the same small in-place sum (a loss, a metric, the
-    gradients of a small model) comes back every step, and its full path (argument checks, the
-    plan lookup, a slot from the pool) costs a few us of Python that on 2 busy cores cost
-    several times that. ``ProcessGroup`` takes the shortcut only when the agreement protocol
-    predicts this very collective and the plan's slot is idle, so the result is the full path's.
-    """
-
-    name = "shortcut"
-
-    @staticmethod
-    def applies(inputs: PlanInputs, fp: "Fingerprint") -> bool:
-        """Whether an all-reduce planned as ``fp`` may take the shortcut once it is predicted."""
-        if not (Shortcut.name in inputs.enabled and inputs.inplace and len(fp.frames) == 1):
-            return False
-        frame = fp.frames[0]
-        return len(frame.members) == 1 and len(fp.wire[0]) == 1 and not fp.wire[0][0][2] and \
-            frame_bytes(frame) <= thresholds.SHORTCUT_MAX_BYTES
 
 
 def fast_path_set(fast_paths: object) -> FrozenSet[str]:

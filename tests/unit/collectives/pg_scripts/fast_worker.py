@@ -1,9 +1,9 @@
-"""Worker script (2 tasks): steady small in-place sums and their shortcut (wire.Shortcut).
+"""Worker script (2 tasks): steady small in-place sums, as a training loop makes them.
 
-Counts the calls each wire method carried and those that took the shortcut, checks their sums, a
-result held from an earlier call, a worker that runs something else while the other runs the
-predicted sum (both must raise CollectiveMismatchError, the tensor left as it was), and the
-recovery. Prints ``RESULT`` lines.
+Counts the calls each wire method carried, checks their sums, a result held from an earlier
+call, a worker that runs something else while the other runs the predicted sum (both must
+raise CollectiveMismatchError, the tensor left as it was), and the recovery. Prints ``RESULT``
+lines.
 """
 
 from __future__ import annotations
@@ -13,11 +13,6 @@ import torch
 from distribute.collectives.failures import CollectiveMismatchError
 
 from _script import emit, join
-
-
-def calls(group) -> int:
-    """All-reduces so far (the shortcut is counted besides the method that carried each)."""
-    return sum(n for name, n in group.wire_counts.items() if name != "shortcut")
 
 
 def steady(group, rounds: int, dtype: torch.dtype) -> list:
@@ -32,12 +27,11 @@ def steady(group, rounds: int, dtype: torch.dtype) -> list:
 def run(group, dtype: torch.dtype, name: str) -> None:
     """The whole sequence for one dtype (float32: NaN-signalled, no header; int64: a header slot)."""
     r = group.rank
-    start, shortcuts = calls(group), group.wire_counts.get("shortcut", 0)
+    start = sum(group.wire_counts.values())
     held = group.all_reduce([torch.full((4,), 1, dtype=dtype)], note=f"loss {dtype}")[0]  # a new tensor, kept
     emit(f"steady_{name}", steady(group, 6, dtype))
     emit(f"counts_{name}", group.wire_counts)
-    emit(f"calls_{name}", calls(group) - start)
-    emit(f"taken_{name}", group.wire_counts.get("shortcut", 0) - shortcuts)
+    emit(f"taken_{name}", sum(group.wire_counts.values()) - start)
     emit(f"held_{name}", held.tolist())
     t = torch.full((4,), r + 1, dtype=dtype)
     try:
@@ -49,10 +43,9 @@ def run(group, dtype: torch.dtype, name: str) -> None:
     except CollectiveMismatchError as exc:
         emit(f"error_{name}", str(exc))
     emit(f"untouched_{name}", t.tolist())
-    before, shortcuts = calls(group), group.wire_counts.get("shortcut", 0)
+    before = sum(group.wire_counts.values())
     emit(f"again_{name}", steady(group, 4, dtype))
-    emit(f"calls_again_{name}", calls(group) - before)
-    emit(f"taken_again_{name}", group.wire_counts.get("shortcut", 0) - shortcuts)
+    emit(f"taken_again_{name}", sum(group.wire_counts.values()) - before)
 
 
 def main() -> None:
