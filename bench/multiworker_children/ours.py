@@ -42,7 +42,7 @@ def train(strategy: MultiWorkerMirroredStrategy, rank: int, world: int, steps: i
 def allreduce(strategy: MultiWorkerMirroredStrategy, rank: int, smoke: bool) -> None:
     """Raw gloo, our layer (in place and not) and the strategy path in paired turns, on the same group."""
     group = strategy.extended._group
-    raw = group._parts["gloo"]
+    raw = group.connection.gloo
     out = {}
     sizes = SIZES_BYTES[:3] if smoke else SIZES_BYTES
     repeats = 3 if smoke else 15

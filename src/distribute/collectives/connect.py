@@ -1,10 +1,13 @@
 """Joining the cluster: the one process group of each task, built once and shared.
 
 :func:`connect` meets the other tasks (``rendezvous.py``), builds a gloo process group whose
-sockets listen on this task's own address only (plus an NCCL group for CUDA tensors when
-asked), starts the heartbeat (``health.py``) and returns the task's
-:class:`~distribute.collectives.process_group.ProcessGroup`. A second call for the same cluster
-and task returns the same group; :func:`shutdown_all` (also run at exit) closes them all.
+sockets listen on this task's own address only (plus an NCCL group for CUDA tensors when asked),
+starts the heartbeat (``health.py``) and returns the task's
+:class:`~distribute.collectives.process_group.ProcessGroup`. Whether its 2-process fast paths
+are on (``wire.py``) is the ``fast_paths`` argument, by default what the environment says
+(``DISTRIBUTE_FAST_PATHS``, read by ``cluster_resolver.fast_paths.fast_paths_enabled``). A
+second call for the same cluster and task returns the same group; :func:`shutdown_all` (also run
+at exit) closes them all.
 
 Example (in each of two processes with the same cluster and its own task)::
 
@@ -23,10 +26,14 @@ import torch
 import torch.distributed as dist
 
 from distribute.cluster_resolver import ClusterSpec, parse_address
+from distribute.cluster_resolver.fast_paths import fast_paths_enabled
 from distribute.collectives import health
 from distribute.collectives.failures import RendezvousTimeoutError
+from distribute.collectives.link import Connection
 from distribute.collectives.process_group import ProcessGroup
 from distribute.collectives.rendezvous import Layout, join, make_layout, open_store
+from distribute.collectives.torch_private import gloo_options, nccl_options
+from distribute.collectives.wire import fast_path_set
 
 __all__ = ["DEFAULT_COLLECTIVE_TIMEOUT", "DEFAULT_RENDEZVOUS_TIMEOUT", "connect", "shutdown_all"]
 
@@ -40,20 +47,18 @@ _LOCK = threading.Lock()
 
 def _gloo_group(store: dist.Store, layout: Layout, timeout: float) -> Any:
     """A gloo group whose sockets listen on this task's own address only."""
-    options = dist.ProcessGroupGloo._Options()  # type: ignore[attr-defined]
-    options._devices = [dist.ProcessGroupGloo.create_device(hostname=layout.host)]
-    options._timeout = datetime.timedelta(seconds=timeout)
-    return dist.ProcessGroupGloo(dist.PrefixStore("distribute/gloo/", store), layout.rank, layout.world_size, options)
+    return dist.ProcessGroupGloo(dist.PrefixStore("distribute/gloo/", store), layout.rank, layout.world_size,
+                                 gloo_options(layout.host, timeout))
 
 
 def _nccl_group(store: dist.Store, layout: Layout, timeout: float) -> Any:  # pragma: no cover - GPUs only
-    options = dist.ProcessGroupNCCL.Options()
-    options._timeout = datetime.timedelta(seconds=timeout)
-    return dist.ProcessGroupNCCL(dist.PrefixStore("distribute/nccl/", store), layout.rank, layout.world_size, options)
+    return dist.ProcessGroupNCCL(dist.PrefixStore("distribute/nccl/", store), layout.rank, layout.world_size,
+                                 nccl_options(timeout))
 
 
 def connect(cluster_spec: ClusterSpec, task_type: str, task_id: int, *, rendezvous_timeout: Optional[float] = None,
-            collective_timeout: Optional[float] = None, nccl: bool = False) -> ProcessGroup:
+            collective_timeout: Optional[float] = None, nccl: bool = False,
+            fast_paths: Any = None) -> ProcessGroup:
     """Joins (or reuses) this task's process group with the chief and worker tasks of the cluster.
 
     Args:
@@ -64,49 +69,58 @@ def connect(cluster_spec: ClusterSpec, task_type: str, task_id: int, *, rendezvo
         rendezvous_timeout: seconds for all tasks to meet (default 30).
         collective_timeout: default seconds a collective waits for its peers (default 120).
         nccl: also build an NCCL group, used for CUDA tensors.
+        fast_paths: True (the 2-process fast paths of ``wire.py`` on), False (every all-reduce
+            on the general packed path, with the same results) or some of their names; None:
+            ``DISTRIBUTE_FAST_PATHS`` (``cluster_resolver.fast_paths``). Every worker
+            must use the same: workers that differ raise ``CollectiveMismatchError``. A group
+            that already exists for this task keeps its own (see ``ProcessGroup.use_fast_paths``).
 
     Raises:
         PortInUseError: rank 0 cannot listen because its port is taken.
         RendezvousTimeoutError: not every task arrived in time (the message lists which did).
-        ClusterConfigError: the tasks disagree about the cluster, or this task is not in it.
+        ClusterConfigError: the tasks disagree about the cluster, or this task is not in it, or
+            ``DISTRIBUTE_FAST_PATHS`` is not 0 or 1.
         AlreadyExistsError: another process already joined as this task.
     """
     if nccl and not (dist.is_nccl_available() and torch.cuda.is_available()):
         raise ValueError("nccl=True needs a CUDA build of torch with NCCL and a visible GPU; received a "
                          "machine without them. Use gloo (nccl=False).")
+    enabled = fast_path_set(fast_paths_enabled() if fast_paths is None else fast_paths)
     layout = make_layout(cluster_spec, task_type, task_id)
     with _LOCK:
         group = _GROUPS.get((layout.digest, layout.rank, nccl))
-    if group is None or group._closed:
+    if group is None or group.closed:
         # Built outside the lock: a second claim of the same task fails in the rendezvous.
         group = _build(layout, rendezvous_timeout or DEFAULT_RENDEZVOUS_TIMEOUT,
-                       collective_timeout or DEFAULT_COLLECTIVE_TIMEOUT, nccl)
+                       collective_timeout or DEFAULT_COLLECTIVE_TIMEOUT, nccl, enabled)
         with _LOCK:
-            _GROUPS[group._key()] = group
+            _GROUPS[group.key] = group
     if group.world_size > 1:
         health.install_exit_hooks(lambda: list(_GROUPS.values()), shutdown_all)
     return group
 
 
-def _build(layout: Layout, rendezvous_timeout: float, collective_timeout: float, nccl: bool) -> ProcessGroup:
+def _build(layout: Layout, rendezvous_timeout: float, collective_timeout: float, nccl: bool,
+           fast_paths: Any) -> ProcessGroup:
     deadline = time.monotonic() + rendezvous_timeout
     store = open_store(layout, deadline, rendezvous_timeout)
-    parts: Dict[str, Any] = {"store": store, "nccl_wanted": nccl, "forget": _forget}
+    connection = Connection(store=store, nccl_wanted=nccl, forget=_forget)
     records = join(store, layout, deadline, rendezvous_timeout, health.process_identity())
     store.set_timeout(datetime.timedelta(seconds=max(1.0, deadline - time.monotonic())))
-    parts["gloo"] = _connect_data(lambda: _gloo_group(store, layout, collective_timeout), layout, rendezvous_timeout)
+    connection.gloo = _connect_data(lambda: _gloo_group(store, layout, collective_timeout), layout,
+                                    rendezvous_timeout)
     if nccl:  # pragma: no cover - GPUs only
-        parts["nccl"] = _connect_data(lambda: _nccl_group(store, layout, collective_timeout), layout,
-                                      rendezvous_timeout)
+        connection.nccl = _connect_data(lambda: _nccl_group(store, layout, collective_timeout), layout,
+                                        rendezvous_timeout)
     address = parse_address(layout.rendezvous)
-    monitor_store = dist.TCPStore(address.host, address.port, None, False,
-                                  datetime.timedelta(seconds=max(1.0, deadline - time.monotonic())))
-    parts["board"] = health.Board(store, layout.tasks, layout.rank)
-    parts["monitor_store"] = monitor_store
-    group = ProcessGroup(layout, parts, records, collective_timeout)
-    monitor = health.Monitor(health.Board(monitor_store, layout.tasks, layout.rank), group._status, layout.rank)
-    parts["monitor"] = monitor
-    monitor.start()
+    connection.monitor_store = dist.TCPStore(address.host, address.port, None, False,
+                                             datetime.timedelta(seconds=max(1.0, deadline - time.monotonic())))
+    connection.board = health.Board(store, layout.tasks, layout.rank)
+    status = health.LocalStatus()
+    connection.monitor = health.Monitor(health.Board(connection.monitor_store, layout.tasks, layout.rank), status,
+                                        layout.rank)
+    group = ProcessGroup(layout, connection, records, collective_timeout, status, fast_paths)
+    connection.monitor.start()
     return group
 
 
@@ -129,5 +143,5 @@ def shutdown_all() -> None:
 def _forget(group: ProcessGroup) -> None:
     """Drops a group that shut down (a later :func:`connect` builds a new one)."""
     with _LOCK:
-        if _GROUPS.get(group._key()) is group:
-            del _GROUPS[group._key()]
+        if _GROUPS.get(group.key) is group:
+            del _GROUPS[group.key]

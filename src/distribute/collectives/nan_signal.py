@@ -3,7 +3,7 @@
 Most collectives carry a header slot that tells the workers whether they all sent the predicted
 collective (``verify.py``). That costs a copy of the tensor into a buffer with room for the
 header and a copy of the sums back out. For an in-place sum of one floating-point tensor between
-two processes (``packing.nan_signalled``) the first element carries the signal instead: gloo sums
+two processes (``wire.NanSignalled``) the first element carries the signal instead: gloo sums
 the caller's tensor where it is, and a worker that runs something else sends zeros with a NaN
 first. So:
 
@@ -25,7 +25,7 @@ Example (inside :meth:`ProcessGroup.all_reduce`, for ``inplace=True`` between tw
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Dict, List, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 
 import torch
 from torch.autograd.graph import increment_version
@@ -33,7 +33,11 @@ from torch.autograd.graph import increment_version
 from distribute.collectives.failures import CollectiveMismatchError
 from distribute.collectives.packing import Slot
 
-__all__ = ["BITS", "first_bits", "is_nan", "signalled_sum"]
+if TYPE_CHECKING:  # pragma: no cover
+    from distribute.collectives.link import Link
+    from distribute.collectives.verify import Fingerprint, Verifier
+
+__all__ = ["BITS", "SIGNAL_DTYPES", "first_bits", "is_nan", "signalled_sum"]
 
 BITS: Dict[torch.dtype, Tuple[Type[Any], int, int]] = {
     torch.float16: (ctypes.c_uint16, 0x7C00, 0x03FF),
@@ -43,6 +47,8 @@ BITS: Dict[torch.dtype, Tuple[Type[Any], int, int]] = {
 }
 """Per dtype that can be NaN-signalled: the unsigned type of its bits, the exponent mask, the
 mantissa mask (a NaN has every exponent bit set and a mantissa that is not zero)."""
+SIGNAL_DTYPES: Tuple[torch.dtype, ...] = tuple(BITS)
+"""The floating-point dtypes gloo sums whose first element may carry the signal."""
 
 
 def first_bits(tensor: torch.Tensor) -> int:
@@ -60,9 +66,9 @@ def _put_first(tensor: torch.Tensor, bits: int) -> None:
     BITS[tensor.dtype][0].from_address(tensor.data_ptr()).value = bits  # type: ignore[attr-defined]
 
 
-def signalled_sum(group: Any, fp: Any, slot: Slot, tensors: List[torch.Tensor],
+def signalled_sum(link: "Link", verifier: "Verifier", fp: "Fingerprint", slot: Slot, tensors: List[torch.Tensor],
                   targets: Optional[List[torch.Tensor]], limit: float, check: bool) -> None:
-    """Sums ``tensors[0]`` into ``targets[0]`` for ``group`` (a ``ProcessGroup``).
+    """Sums ``tensors[0]`` into ``targets[0]`` over ``link``, agreed with ``verifier``.
 
     gloo sums the target where it is, or the slot (then copied out) for a target that is not
     contiguous or requires grad. With ``check`` (the collective was predicted), the first
@@ -73,15 +79,15 @@ def signalled_sum(group: Any, fp: Any, slot: Slot, tensors: List[torch.Tensor],
     # holding exactly this one tensor, and it was made for the tensor's (CPU) device. The full
     # rule costs 0.7 us more on the path that runs once per step.
     copied = target is None or target.requires_grad or not target.is_contiguous()
-    flat = slot.fill_piece(tensors, 0) if copied else target
+    flat = target if target is not None and not copied else slot.fill_piece(tensors, 0)
     kept = first_bits(flat) if check else 0  # put back if a worker that differs adds its NaN
-    work = group._parts["gloo"].allreduce([flat], group._opts("allreduce", limit))
+    work = link.allreduce(flat, limit)
     if not copied:  # written behind torch's back: autograd must see the change, as for copy_()
         increment_version(flat)
-    group._wait_first(work, limit)
+    link.wait_first(work, limit)
     if check and is_nan(flat.dtype, first_bits(flat)):
         try:
-            group._verifier.full_check(fp)  # raises on every worker if they differ
+            verifier.full_check(fp)  # raises on every worker if they differ
         except CollectiveMismatchError:
             _put_first(flat, kept)
             raise

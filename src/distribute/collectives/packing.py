@@ -8,14 +8,9 @@ buffer sizes. Frame 0 starts with a *header* region (one element used by ``verif
 agree on the collective without an extra exchange, padded to 64 bytes so that the tensors
 after it stay aligned).
 
-A frame travels as one or more *pieces* (:func:`wire_plan`): between two processes a large
-frame is summed by a pairwise exchange that reads a lone input tensor in place (no copy into
-the buffer), after a first piece that carries only the header; and a lone tensor summed in
-place between two processes travels *direct*: gloo all-reduces the caller's tensor itself, so
-neither a copy in nor a copy out is made. A floating-point one below :data:`SIGNAL_MAX_BYTES`
-needs no header at all (:func:`nan_signalled`: its first element carries the signal, see
-``nan_signal.py``); one of another dtype from :data:`DIRECT_MIN_BYTES` travels after a header
-piece.
+A frame travels as one or more *pieces* (``Bounds``): one all-reduce each by default
+(:func:`packed_bounds`); the wire methods of ``wire.py`` plan others (a pairwise exchange, a
+tensor summed where it is, a header piece of its own).
 
 Example:
     >>> import torch
@@ -33,9 +28,10 @@ from typing import Any, Dict, Hashable, List, NamedTuple, Optional, Sequence, Tu
 
 import torch
 
-__all__ = ["DIRECT_MIN_BYTES", "PAIRWISE_MIN_BYTES", "SIGNAL_DTYPES", "SIGNAL_MAX_BYTES", "Bounds", "Frame", "Meta",
-           "Piece", "Slot", "SlotPool", "check_tensors", "direct_target", "header_len", "metas_of", "nan_signalled",
-           "plan_frames", "wire_plan"]
+from distribute.collectives.torch_private import storage_use_count
+
+__all__ = ["Bounds", "Frame", "Meta", "Piece", "Slot", "SlotPool", "check_tensors", "direct_target", "frame_bytes",
+           "header_len", "itemsize", "metas_of", "packed_bounds", "plan_frames"]
 
 Meta = Tuple[Tuple[int, ...], torch.dtype]
 """The shape and dtype of one tensor."""
@@ -43,19 +39,6 @@ Bounds = Tuple[Tuple[int, int, bool], ...]
 """``(start, stop, pairwise)`` of each piece of a frame, in elements of its buffer (header included);
 ``pairwise`` marks a piece sent as a pairwise exchange instead of an all-reduce."""
 
-PAIRWISE_MIN_BYTES = 16 << 20
-"""Frames from this size travel as a pairwise exchange between two processes (see ``pairwise.py``)."""
-DIRECT_MIN_BYTES = 4 << 20
-"""From this size a lone tensor that cannot be NaN-signalled (integers, bool, complex) summed in
-place between two processes travels direct, after a header piece (see above): below it, the
-extra header message costs more than the copies it saves."""
-SIGNAL_MAX_BYTES = 32 << 20
-"""Below this size a lone floating-point tensor summed in place between two processes is
-NaN-signalled (:func:`nan_signalled`): gloo's own all-reduce of it costs about what raw gloo does,
-while the pairwise exchange, with its header message, only pays from about 32 MB here (16 MB:
-0.85-0.95x raw gloo; 32 MB: even; 64 MB: 1.05-1.09x)."""
-SIGNAL_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-"""The floating-point dtypes gloo sums whose first element may carry the signal (:func:`nan_signalled`)."""
 HEADER_BYTES = 64
 """Bytes reserved at the start of frame 0 for the header element (keeps the data aligned)."""
 _ITEMSIZE: Dict[torch.dtype, int] = {}
@@ -104,16 +87,22 @@ def metas_of(tensors: Sequence[torch.Tensor]) -> Tuple[Meta, ...]:
     return tuple((t.shape, t.dtype) for t in tensors)
 
 
-def _itemsize(dtype: torch.dtype) -> int:
+def itemsize(dtype: torch.dtype) -> int:
+    """Bytes per element of ``dtype``."""
     size = _ITEMSIZE.get(dtype)
     if size is None:
         size = _ITEMSIZE[dtype] = torch.empty((), dtype=dtype).element_size()
     return size
 
 
+def frame_bytes(frame: Frame) -> int:
+    """The size of a frame's tensors in bytes (its header region left out)."""
+    return frame.numel * itemsize(frame.dtype)
+
+
 def header_len(dtype: torch.dtype) -> int:
     """Elements reserved at the start of frame 0 (the header element is the first)."""
-    return max(1, HEADER_BYTES // _itemsize(dtype))
+    return max(1, HEADER_BYTES // itemsize(dtype))
 
 
 def plan_frames(metas: Sequence[Meta], bytes_per_pack: int) -> Tuple[Frame, ...]:
@@ -128,7 +117,7 @@ def plan_frames(metas: Sequence[Meta], bytes_per_pack: int) -> Tuple[Frame, ...]
         groups.setdefault(dtype, []).append((index, math.prod(shape)))
     frames: List[Frame] = []
     for dtype, members in groups.items():
-        limit = bytes_per_pack // _itemsize(dtype) if bytes_per_pack > 0 else 0
+        limit = bytes_per_pack // itemsize(dtype) if bytes_per_pack > 0 else 0
         current: List[int] = []
         size = 0
         for index, numel in members:
@@ -141,48 +130,10 @@ def plan_frames(metas: Sequence[Meta], bytes_per_pack: int) -> Tuple[Frame, ...]
     return tuple(frames)
 
 
-def nan_signalled(frames: Sequence[Frame], pairwise: bool, direct: bool) -> bool:
-    """Whether a collective's first element carries its agreement signal instead of a header.
-
-    True for an in-place sum between two processes (``pairwise`` and ``direct``) of one
-    floating-point tensor (:data:`SIGNAL_DTYPES`) below :data:`SIGNAL_MAX_BYTES`: a worker
-    that runs something else sends a NaN there (and zeros elsewhere), so a sum that is not NaN
-    proves that both workers sent this collective, and no header region, message or copy is
-    needed (see ``nan_signal.py``).
-    """
-    if not (pairwise and direct and len(frames) == 1 and len(frames[0].members) == 1):
-        return False
-    frame = frames[0]
-    return frame.dtype in SIGNAL_DTYPES and 0 < frame.numel * _itemsize(frame.dtype) < SIGNAL_MAX_BYTES
-
-
-def wire_plan(frames: Sequence[Frame], pairwise: bool = False, direct: bool = False) -> Tuple[Bounds, ...]:
-    """The pieces each frame travels in (frame 0 with its header region first).
-
-    Without ``pairwise`` every frame is one piece (one gloo all-reduce). With ``pairwise``
-    (two processes on gloo), a frame of at least :data:`PAIRWISE_MIN_BYTES` travels as a
-    pairwise exchange (``pairwise.py``); frame 0's header region is then a piece of its own,
-    sent (and checked) first. With ``pairwise`` and ``direct`` (an in-place sum), a lone
-    floating-point tensor (:func:`nan_signalled`) is one piece without a header region, and a
-    frame 0 holding one tensor of another dtype of at least :data:`DIRECT_MIN_BYTES` travels as a
-    header piece and a data piece; the caller may all-reduce either data piece in its own
-    tensor. The plan depends only on the frames and the flags, so workers that agree on the
-    fingerprint agree on the plan.
-    """
-    if nan_signalled(frames, pairwise, direct):
-        return (((0, frames[0].numel, False),),)
-    plan = []
-    for f, frame in enumerate(frames):
-        lead = header_len(frame.dtype) if f == 0 else 0
-        nbytes = frame.numel * _itemsize(frame.dtype)
-        if pairwise and nbytes >= PAIRWISE_MIN_BYTES:
-            plan.append(((0, lead, False), (lead, lead + frame.numel, True)) if lead else
-                        ((0, frame.numel, True),))
-        elif pairwise and direct and lead and len(frame.members) == 1 and nbytes >= DIRECT_MIN_BYTES:
-            plan.append(((0, lead, False), (lead, lead + frame.numel, False)))
-        else:
-            plan.append(((0, lead + frame.numel, False),))
-    return tuple(plan)
+def packed_bounds(frames: Sequence[Frame]) -> Tuple[Bounds, ...]:
+    """Every frame as one all-reduce piece, frame 0 with its header region first (the general plan)."""
+    return tuple(((0, (header_len(frame.dtype) if f == 0 else 0) + frame.numel, False),)
+                 for f, frame in enumerate(frames))
 
 
 def direct_target(piece: Piece, targets: Optional[List[torch.Tensor]]) -> Optional[torch.Tensor]:
@@ -216,7 +167,7 @@ class Slot:
         metas: ``(shape, dtype)`` of every tensor of the collective.
         device: where the buffer lives.
         header: reserve the header region at the start (frame 0 of an all-reduce).
-        bounds: the pieces (see :func:`wire_plan`); default one all-reduce piece.
+        bounds: the pieces (see ``wire.py``); default one all-reduce piece.
     """
 
     __slots__ = ("buffer", "views", "header", "pieces", "scratch", "dirty", "_base")
@@ -240,7 +191,7 @@ class Slot:
         self.pieces = tuple(self._piece(frame, metas, lead, start, stop, pair) for start, stop, pair in bounds)
         largest = max((stop - start for start, stop, pair in bounds if pair), default=0)
         self.scratch = torch.empty(largest - largest // 2, dtype=frame.dtype, device=device) if largest else None
-        self._base = _storage_uses(self.buffer)
+        self._base = storage_use_count(self.buffer)
 
     def _piece(self, frame: Frame, metas: Sequence[Meta], lead: int, start: int, stop: int, pair: bool) -> Piece:
         parts = []
@@ -291,7 +242,7 @@ class Slot:
 
     def idle(self) -> bool:
         """True when nothing outside this slot holds its buffer or one of its views."""
-        if _storage_uses(self.buffer) != self._base:
+        if storage_use_count(self.buffer) != self._base:
             return False
         for view in self.views:
             if sys.getrefcount(view) > 3:  # self.views, the loop variable, the argument
@@ -318,10 +269,3 @@ class SlotPool:
         while len(self._slots) > self._capacity:
             self._slots.popitem(last=False)
         return slot
-
-
-def _storage_uses(buffer: torch.Tensor) -> int:
-    try:
-        return int(torch._C._storage_Use_Count(buffer.untyped_storage()._cdata))
-    except (AttributeError, RuntimeError):  # pragma: no cover - older torch: never reuse
-        return -1

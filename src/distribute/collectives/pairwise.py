@@ -6,7 +6,7 @@ machine, and it cannot be hidden (both cores are busy moving data). Between two 
 the same sum can be computed with point-to-point messages that read the input where it is:
 
 1. each process owns one half; it sends the other half of its input to its peer, segment by
-   segment, and receives the peer's copy of its own half;
+   segment (``thresholds.SEGMENT_BYTES``), and receives the peer's copy of its own half;
 2. as each segment arrives it adds it to its own input, writing the sum straight into the
    output (this add is the copy, fused with the reduction gloo does anyway), and sends the
    summed segment back;
@@ -31,10 +31,10 @@ from typing import Any, List
 
 import torch
 
-__all__ = ["SEGMENT_BYTES", "exchange"]
+from distribute.collectives import thresholds
 
-SEGMENT_BYTES = 2 << 20
-"""Size of one message; segments travel while earlier ones are being summed."""
+__all__ = ["exchange"]
+
 _SECOND_PHASE_TAG = 1 << 20
 
 
@@ -63,7 +63,7 @@ def exchange(group: Any, source: torch.Tensor, out: torch.Tensor, rank: int, scr
     wait = wait or (lambda work: work.wait())
     cuts, peer = _halves(source.numel()), 1 - rank
     mine, theirs = (cuts[rank], cuts[rank + 1]), (cuts[peer], cuts[peer + 1])
-    count = max(1, (cuts[2] - cuts[1]) * source.element_size() // SEGMENT_BYTES)  # the same on both ranks
+    count = max(1, (cuts[2] - cuts[1]) * source.element_size() // thresholds.SEGMENT_BYTES)  # the same on both ranks
     src_mine = source[mine[0]:mine[1]].tensor_split(count)
     src_theirs = source[theirs[0]:theirs[1]].tensor_split(count)
     out_mine = out[mine[0]:mine[1]].tensor_split(count)

@@ -1,7 +1,8 @@
 """Collectives across worker processes over ``torch.distributed``, with deadlines and blame.
 
 This layer (this module with its helpers ``connect.py``, ``rendezvous.py``, ``health.py``,
-``verify.py``, ``packing.py``, ``pairwise.py``, ``nan_signal.py`` and ``fast_reduce.py``) is
+``link.py``, ``verify.py``, ``plans.py``, ``packing.py``, ``torch_private.py``, and the wire
+methods: ``wire.py``, ``stream.py``, ``pairwise.py``, ``nan_signal.py``, ``thresholds.py``) is
 the only place in ``distribute`` that creates a TCPStore or a torch process group.
 :func:`distribute.collectives.connect.connect` meets the other tasks of the cluster (see
 ``rendezvous.py``), builds a gloo process group whose sockets bind this task's own address (plus
@@ -9,6 +10,9 @@ an NCCL group for CUDA tensors when asked), and starts a heartbeat thread.
 :class:`ProcessGroup` then offers packed ``all_reduce`` (SUM), uneven ``all_gather`` and
 ``broadcast``:
 
+* every all-reduce travels by the first wire method of ``wire.py`` that applies (the 2-process
+  fast paths, or the general packed path; ``fast_paths=False`` keeps every call on the
+  general path, with the same results);
 * every collective is agreed between workers first (``verify.py``), so differing shapes,
   dtypes or order raise :class:`CollectiveMismatchError` on every worker instead of a
   ``SIGABRT`` or a hang; in a steady training loop this costs no extra exchange;
@@ -28,49 +32,57 @@ Example (in each of two processes with the same cluster and its own task)::
 
 from __future__ import annotations
 
-import datetime
-import functools
-import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import torch
-from torch._C import _distributed_c10d as _c10d
-from torch.autograd.graph import increment_version
 
 from distribute.collectives import health
-from distribute.collectives.failures import CollectiveMismatchError, GroupBrokenError, WorkerFailedError
-from distribute.collectives.fast_reduce import FastReduce
-from distribute.collectives.nan_signal import signalled_sum
-from distribute.collectives.pairwise import exchange
-from distribute.collectives.packing import Meta, Slot, SlotPool, check_tensors, direct_target, metas_of, plan_frames
+from distribute.collectives.failures import (CollectiveMismatchError, CollectiveTimeoutError, GroupBrokenError,
+                                             WorkerFailedError)
+from distribute.collectives.link import Connection, Link
+from distribute.collectives.packing import Meta, Slot, SlotPool, check_tensors, metas_of, plan_frames
+from distribute.collectives.plans import Plan, PlanCache
 from distribute.collectives.rendezvous import Layout
-from distribute.collectives.verify import SPECULATIVE_PIECES, Fingerprint, Verifier, family_digest, make_fingerprint
+from distribute.collectives.stream import Channel, reduce, send_markers
+from distribute.collectives.verify import Fingerprint, Verifier, family_digest, make_fingerprint
+from distribute.collectives.wire import PlanInputs, choose, fast_path_set, option_tag
 
 __all__ = ["ProcessGroup"]
-_SLICE = datetime.timedelta(milliseconds=200)
-_SLICE_EXPIRED = "Operation timed out"  # what Work.wait(timeout) raises while the work goes on
 _LINGER = 10.0
 _CPU = torch.device("cpu")
+_PEER_CAUSED = (WorkerFailedError, GroupBrokenError, CollectiveMismatchError, CollectiveTimeoutError)
 
 
 class ProcessGroup:
-    """The collectives of one task with the other tasks of its cluster (see :func:`connect`)."""
+    """The collectives of one task with the other tasks of its cluster (see :func:`connect`).
 
-    def __init__(self, layout: Layout, parts: Dict[str, Any], records: List[dict], timeout: float) -> None:
+    Args:
+        layout: the training group as this task sees it.
+        connection: the task's open connections (``link.Connection``).
+        records: every rank's join record (for diagnosis).
+        timeout: the default seconds a collective waits for its peers.
+        status: what this task is doing (published by the connection's monitor).
+        fast_paths: True (all 2-process fast paths on), False (every all-reduce on the general
+            path) or some names of ``wire.FAST_PATHS``.
+    """
+
+    def __init__(self, layout: Layout, connection: Connection, records: List[dict], timeout: float,
+                 status: Optional[health.LocalStatus] = None, fast_paths: Any = True) -> None:
         self._layout = layout
-        self._parts = parts
+        self._connection = connection
         self._records = records
         self._timeout = timeout
-        self._status = health.LocalStatus()
+        self._status = status if status is not None else health.LocalStatus()
+        self._link = Link(connection, self._fail, self._peer_failed)
         self._verifier = Verifier(self._gather_ints, layout.tasks, layout.rank)
-        self._fingerprints: Dict[tuple, Fingerprint] = {}
-        self._reduce_plans: Dict[tuple, Tuple[Fingerprint, torch.device]] = {}
-        self._options: Dict[tuple, Any] = {}
+        self._channel = Channel(self._link, self._verifier, layout.rank)
+        self._plans = PlanCache()
+        self._pool = SlotPool()
+        self._enabled = fast_path_set(fast_paths)
+        self._counts: Dict[str, int] = {}
         self._broken: Optional[BaseException] = None
         self._closed = False
         self._limit = timeout
-        self._pool = SlotPool()
-        self._fast = FastReduce()
 
     # -- who -----------------------------------------------------------------------------
     @property
@@ -94,14 +106,58 @@ class ProcessGroup:
         return self._layout.tasks
 
     @property
+    def layout(self) -> Layout:
+        """The training group as this task sees it (tasks, addresses, rendezvous)."""
+        return self._layout
+
+    @property
+    def connection(self) -> Connection:
+        """This task's open connections (the gloo backend is ``connection.gloo``)."""
+        return self._connection
+
+    @property
     def backend(self) -> str:
         """``'gloo'``, or ``'nccl+gloo'`` when CUDA tensors travel over NCCL."""
-        return "nccl+gloo" if self._parts.get("nccl") is not None else "gloo"
+        return "nccl+gloo" if self._connection.nccl is not None else "gloo"
 
+    @property
+    def key(self) -> Tuple[str, int, bool]:
+        """What identifies this group among a process's groups: cluster digest, rank, NCCL asked."""
+        return (self._layout.digest, self.rank, self._connection.nccl_wanted)
+
+    # -- state -----------------------------------------------------------------------------
     @property
     def sequence(self) -> int:
         """How many collectives this group has completed."""
         return self._verifier.seq
+
+    @property
+    def full_checks(self) -> int:
+        """How many of them needed a full check (an extra exchange) to be agreed."""
+        return self._verifier.full_checks
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`shutdown` ran."""
+        return self._closed
+
+    @property
+    def fast_paths(self) -> FrozenSet[str]:
+        """The 2-process fast paths that are on (``wire.FAST_PATHS``; empty: the general path only)."""
+        return self._enabled
+
+    @property
+    def wire_counts(self) -> Dict[str, int]:
+        """How many all-reduces each wire method (``wire.py``) carried, by name."""
+        return dict(self._counts)
+
+    def use_fast_paths(self, fast_paths: Any) -> None:
+        """Turns fast paths on or off from the next collective: True, False or names of ``wire.FAST_PATHS``.
+
+        Every worker must make the same change at the same point: the option is part of every
+        collective's fingerprint, so workers that differ raise ``CollectiveMismatchError``.
+        """
+        self._enabled = fast_path_set(fast_paths)
 
     # -- collectives ---------------------------------------------------------------------
     def all_reduce(self, tensors: Sequence[torch.Tensor], *, note: str = "all_reduce", timeout: Optional[float] = None,
@@ -118,26 +174,19 @@ class ProcessGroup:
         Returns:
             The sums, one per tensor (views of an internal buffer unless ``inplace``).
         """
-        if inplace and timeout is None and type(bytes_per_pack) is int and bytes_per_pack == 0:
-            summed = self._fast.run(self, tensors, note)  # a steady small sum (fast_reduce.py)
-            if summed is not None:
-                return summed
         tensors = check_tensors(tensors, "all_reduce")
         if not isinstance(bytes_per_pack, int) or isinstance(bytes_per_pack, bool) or bytes_per_pack < 0:
             raise ValueError(f"bytes_per_pack must be a non-negative int, received {bytes_per_pack!r}.")
         metas = metas_of(tensors)
         device = tensors[0].device
-        plan = self._reduce_plans.get((note, metas, bytes_per_pack, device, inplace))
-        if plan is None:  # cached: this lookup is most of the per-call bookkeeping
-            wire = self._wire(device)
-            plan = self._reduce_plans[(note, metas, bytes_per_pack, device, inplace)] = (
-                self._fingerprint(f"all_reduce/{wire.type}", note, metas, bytes_per_pack, True,
-                                  inplace and wire == device), wire)
-        fp, wire = plan
-        out = inplace and wire == device  # sums copied out piece by piece as they arrive
+        key = ("all_reduce", note, metas, bytes_per_pack, device, inplace, self._enabled)
+        plan = self._plans.get(key) or self._plans.add(key, self._plan_reduce(note, metas, bytes_per_pack, device,
+                                                                                inplace))
+        fp, out = plan.fp, plan.out  # out: sums copied out piece by piece as they arrive
         limit = self._begin(fp, timeout)
         try:
-            slots = self._reduce(fp, tensors, tensors if out else None, limit, wire)
+            slots = reduce(self._channel, fp, self._slots(fp, plan.wire), tensors, tensors if out else None, limit)
+            self._count(fp)
         finally:
             self._end()
         if inplace:
@@ -167,7 +216,7 @@ class ProcessGroup:
                              f"shape {tuple(tensor.shape)}.")
         moved = tensor.detach().movedim(axis, 0).contiguous().cpu()
         meta: Meta = (torch.Size((-1,) + tuple(moved.shape[1:])), moved.dtype)
-        fp = self._fingerprint("all_gather", note, (meta,), 0, False)
+        fp = self._fingerprint("all_gather", note, (meta,))
         limit = self._begin(fp, timeout)
         family = family_digest(f"all_gather|{note}|{moved.dtype}|{axis}")
         shown = f"{fp.describe} (a value of shape {list(tensor.shape)}, gathered along axis {axis})"
@@ -176,7 +225,7 @@ class ProcessGroup:
             padded = torch.zeros((max(sizes),) + tuple(moved.shape[1:]), dtype=moved.dtype)
             padded[:moved.shape[0]] = moved
             outs = [torch.empty_like(padded) for _ in sizes]
-            self._wait(self._parts["gloo"].allgather([outs], [padded], self._opts("allgather", limit)), limit)
+            self._link.allgather(outs, padded, limit)
             self._verifier.agree(fp)
         finally:
             self._end()
@@ -190,14 +239,14 @@ class ProcessGroup:
         if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < self.world_size:
             raise ValueError(f"src must be a rank in [0, {self.world_size}), received {src!r}.")
         metas = metas_of(tensors)
-        fp = self._fingerprint(f"broadcast(from {self.tasks[src]})", note, metas, 0, False)
+        fp = self._fingerprint(f"broadcast(from {self.tasks[src]})", note, metas)
         limit = self._begin(fp, timeout)
         try:
             self._agree_fully(fp, [], limit)
             for frame in plan_frames(metas, 0):
                 slot = Slot(frame, metas, _CPU, False)
                 slot.fill(tensors, frame, None)
-                self._wait(self._parts["gloo"].broadcast([slot.buffer], self._opts("broadcast", limit, src)), limit)
+                self._link.broadcast(slot.buffer, src, limit)
                 with torch.no_grad():
                     for i, view in zip(frame.members, slot.views):
                         tensors[i].copy_(view)
@@ -210,183 +259,53 @@ class ProcessGroup:
         (total,) = self.all_reduce([torch.tensor([1 if flag else 0], dtype=torch.int64)], note=note, timeout=timeout)
         return bool(total.item() > 0)
 
+    # -- plans (plans.py) and the wire methods (wire.py) --------------------------------------
+    def _plan_reduce(self, note: str, metas: Tuple[Meta, ...], bytes_per_pack: int, device: torch.device,
+                     inplace: bool) -> Plan:
+        wire = device if device.type == "cuda" and self._connection.nccl is not None else _CPU
+        out = inplace and wire == device
+        inputs = PlanInputs(plan_frames(metas, bytes_per_pack), self.world_size == 2 and wire.type == "cpu", out,
+                            self._enabled)
+        fp = make_fingerprint(f"all_reduce/{wire.type}", note, metas, bytes_per_pack, frames=inputs.frames,
+                              method=choose(inputs), inplace=out, option=option_tag(self._enabled))
+        return Plan(fp, wire, out)
+
+    def _fingerprint(self, kind: str, note: str, metas: Tuple[Meta, ...]) -> Fingerprint:
+        key = (kind, note, metas, self._enabled)
+        plan = self._plans.get(key) or self._plans.add(key, Plan(make_fingerprint(
+            kind, note, metas, 0, False, option=option_tag(self._enabled)), _CPU))
+        return plan.fp
+
+    def _slots(self, fp: Fingerprint, wire: torch.device) -> List[Slot]:
+        get, digest, lead = self._pool.get, fp.digest, not fp.nan_signal  # no header where the first element signals
+        return [get((digest, i), frame, fp.metas, wire, lead and i == 0, fp.wire[i])
+                for i, frame in enumerate(fp.frames)]
+
+    def _count(self, fp: Fingerprint) -> None:
+        name = fp.method.name if fp.method is not None else "packed"
+        self._counts[name] = self._counts.get(name, 0) + 1
+
     # -- the agreement protocol (see verify.py) ---------------------------------------------
-    def _fingerprint(self, kind: str, note: str, metas: Tuple[Meta, ...], bytes_per_pack: int,
-                     frames: bool, direct: bool = False) -> Fingerprint:
-        key = (kind, note, metas, bytes_per_pack, direct)
-        fp = self._fingerprints.get(key)
-        if fp is None:
-            if len(self._fingerprints) > 4096:
-                self._fingerprints.clear()
-                self._reduce_plans.clear()
-                self._fast.clear()
-            pairwise = frames and self.world_size == 2 and kind == "all_reduce/cpu"
-            fp = self._fingerprints[key] = make_fingerprint(kind, note, metas, bytes_per_pack, frames, pairwise,
-                                                            direct)
-        return fp
-
-    def _wire(self, device: torch.device) -> torch.device:
-        return device if device.type == "cuda" and "nccl" in self._parts else _CPU
-
-    def _data_group(self, kind: str) -> Any:
-        return self._parts["nccl"] if kind.endswith("/cuda") else self._parts["gloo"]
-
-    def _reduce(self, fp: Fingerprint, tensors: List[torch.Tensor], targets: Optional[List[torch.Tensor]],
-                limit: float, wire: torch.device, slots: Optional[List[Slot]] = None) -> List[Slot]:
-        """Sums through ``slots`` (default: the pool's for ``fp``), agreed by prediction or in full."""
-        cuda = wire.type == "cuda"
-        group = self._parts["nccl"] if cuda else self._parts["gloo"]
-        if slots is None:
-            get, digest = self._pool.get, fp.digest
-            lead = not fp.nan_signal  # the header region (none where the first element signals)
-            slots = [get((digest, i), frame, fp.metas, wire, lead and i == 0, fp.wire[i])
-                     for i, frame in enumerate(fp.frames)]
-        predicted = self._verifier.predicted()
-        if predicted is not None:
-            if predicted.digest == fp.digest:
-                if self._stream(group, fp, slots, tensors, targets, limit, cuda, True):
-                    self._verifier.agree(fp)
-                    return slots
-            else:
-                self._send_markers(predicted, limit)
-        self._verifier.full_check(fp)
-        self._stream(group, fp, slots, tensors, targets, limit, cuda, False)
-        self._verifier.agree(fp)
-        return slots
-
-    def _stream(self, group: Any, fp: Fingerprint, slots: List[Slot], tensors: List[torch.Tensor],
-                targets: Optional[List[torch.Tensor]], limit: float, cuda: bool, check: bool) -> bool:
-        """Fills and sends every piece (all-reduces run while later pieces are filled).
-
-        With ``check`` (a predicted collective), the summed header is read after at most
-        ``SPECULATIVE_PIECES`` all-reduce pieces and before any pairwise exchange; False means
-        a worker did something else (nothing more was sent, and everything sent has arrived).
-        A NaN-signalled collective has no header and is settled in ``nan_signal.py``.
-        """
-        if fp.nan_signal:  # one floating-point tensor in place between two processes
-            signalled_sum(self, fp, slots[0], tensors, targets, limit, check)
-            return True
-        opts = self._opts("allreduce", limit)
-        works: List[Tuple[Any, Slot, int]] = []
-        for slot in slots:
-            for k, piece in enumerate(slot.pieces):
-                if check and (piece.pairwise or len(works) == SPECULATIVE_PIECES):
-                    if not self._header_clear(works, slots[0], limit, cuda):
-                        return False
-                    check = False
-                if piece.pairwise:
-                    self._exchange(slot, k, tensors, targets, limit)
-                    continue
-                target = direct_target(piece, targets) if fp.direct else None
-                if target is None:
-                    works.append((group.allreduce([slot.fill_piece(tensors, k)], opts), slot, k))
-                else:  # summed where it is: a predicted peer that differs sends zeros here (see verify.py)
-                    works.append((group.allreduce([target], opts), slot, -1))
-                    increment_version(target)  # written behind torch's back: tell autograd
-        if check and not self._header_clear(works, slots[0], limit, cuda):
-            return False
-        for work, slot, k in works:
-            if cuda or not work.is_completed():
-                self._wait(work, limit, cuda)
-            if targets is not None and k >= 0:
-                slot.copy_out(targets, k)
-        return True
-
-    def _exchange(self, slot: Slot, k: int, tensors: List[torch.Tensor], targets: Optional[List[torch.Tensor]],
-                  limit: float) -> None:
-        """Sums piece ``k`` with the peer by a pairwise exchange, reading a lone tensor in place."""
-        piece = slot.pieces[k]
-        lone = piece.parts[0][0] if len(piece.parts) == 1 else None
-        direct = False  # the sums are written into the target itself
-        if lone is not None and tensors[lone].device == slot.buffer.device and tensors[lone].is_contiguous():
-            source = tensors[lone].detach().view(-1)
-            direct = targets is not None
-            out = source if direct else piece.wire
-        else:
-            source = out = slot.fill_piece(tensors, k)
-        timeout = datetime.timedelta(seconds=limit)
-        wait = functools.partial(self._wait_p2p, timeout=timeout, limit=limit)
-        for work in exchange(self._parts["gloo"], source, out, self.rank, slot.scratch, wait):
-            wait(work)
-        if direct:
-            increment_version(source)  # written behind torch's back: tell autograd
-        if targets is not None and not direct:
-            slot.copy_out(targets, k)
-
-    def _wait_p2p(self, work: Any, timeout: datetime.timedelta, limit: float) -> None:
-        """Waits for a send or receive (gloo cannot wait for those in slices: one wait, the whole limit)."""
-        start = time.monotonic()
-        try:
-            work.wait(timeout)
-        except RuntimeError as exc:
-            raise self._fail(str(exc), time.monotonic() - start >= 0.9 * limit, limit) from None
-
-    def _header_clear(self, works: List[Tuple[Any, Slot, int]], first: Slot, limit: float, cuda: bool) -> bool:
-        """Whether every worker sent the predicted collective (waits for all sent when not)."""
-        self._wait_first(works[0][0], limit, cuda)
-        if not first.header.item():  # type: ignore[union-attr]
-            return True
-        first.dirty = True
-        for work, _, _ in works[1:]:
-            self._wait(work, limit, cuda)
-        return False
-
-    def _send_markers(self, predicted: Fingerprint, limit: float) -> None:
-        """Sends zero pieces shaped like the predicted ones, flagged 'not this collective'.
-
-        As many as a worker running the predicted collective sends before reading the header.
-        """
-        cuda = predicted.kind.endswith("/cuda")
-        group, opts = self._data_group(predicted.kind), self._opts("allreduce", limit)
-        shapes = []
-        for frame, bounds in zip(predicted.frames, predicted.wire):
-            for start, stop, pair in bounds:
-                if pair or len(shapes) == SPECULATIVE_PIECES:
-                    break
-                shapes.append((frame.dtype, stop - start))
-            else:
-                continue
-            break
-        markers = [torch.zeros(numel, dtype=dtype, device="cuda" if cuda else "cpu") for dtype, numel in shapes]
-        markers[0][0] = float("nan") if predicted.nan_signal else 1
-        works = [group.allreduce([marker], opts) for marker in markers]
-        for work in works:
-            self._wait(work, limit, cuda)
-
     def _agree_fully(self, fp: Fingerprint, extras: Sequence[int], limit: float, family: int = 0,
                      shown: str = "") -> List[Tuple[int, ...]]:
         """Full check for kinds without a header slot (after a marker if a header was expected)."""
         predicted = self._verifier.predicted()
         if predicted is not None:
-            self._send_markers(predicted, limit)
+            send_markers(self._link, predicted, limit)
         return self._verifier.full_check(fp, extras, family, shown)
 
     def _gather_ints(self, tensor: torch.Tensor) -> List[torch.Tensor]:
         outs = [torch.empty_like(tensor) for _ in range(self.world_size)]
-        limit = self._limit
-        self._wait(self._parts["gloo"].allgather([outs], [tensor], self._opts("allgather", limit)), limit)
+        self._link.allgather(outs, tensor, self._limit)
         return outs
 
-    def _opts(self, kind: str, limit: float, root: int = 0) -> Any:
-        key = (kind, limit, root)
-        opts: Any = self._options.get(key)
-        if opts is None:
-            opts = {"allreduce": _c10d.AllreduceOptions, "allgather": _c10d.AllgatherOptions,
-                    "broadcast": _c10d.BroadcastOptions}[kind]()
-            opts.timeout = datetime.timedelta(seconds=limit)
-            if kind == "broadcast":
-                opts.rootRank, opts.rootTensor = root, 0
-            self._options[key] = opts
-        return opts
-
-    # -- state, waiting and failures ---------------------------------------------------------
+    # -- state and failures ----------------------------------------------------------------
     def _begin(self, fp: Fingerprint, timeout: Optional[float]) -> float:
         if self._broken is not None or self._closed:
             raise self._broken_error(fp.describe)
-        monitor = self._parts.get("monitor")
-        if monitor is not None and monitor.failure is not None:
-            raise self._break(health.reported_failure(self.tasks, self.task, monitor.failure,
-                                                      self._status.describe(), fp.describe))
+        failed = self._peer_failed(fp.describe)
+        if failed is not None:
+            raise failed
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
             raise ValueError(f"timeout must be a positive number of seconds or None, received {timeout!r}.")
         limit = float(timeout) if timeout else self._timeout
@@ -399,37 +318,15 @@ class ProcessGroup:
         self._status.inside = False
         self._status.seq = self._verifier.seq
 
-    def _wait_first(self, work: Any, limit: float, cuda: bool = False) -> None:
-        """Waits for ``work``: one plain wait for the common case, then :meth:`_wait`'s bookkeeping."""
-        if not cuda:
-            try:
-                work.wait(_SLICE)
-                return
-            except RuntimeError:  # not done within the slice (or failed): the full wait diagnoses
-                pass
-        self._wait(work, limit, cuda)
-
-    def _wait(self, work: Any, limit: float, cuda: bool = False) -> None:
-        if cuda:  # pragma: no cover - GPUs only; NCCL's watchdog enforces the timeout
-            work.wait()
-            return
-        start = time.monotonic()
-        while True:
-            try:
-                work.wait(_SLICE)
-                return
-            except RuntimeError as exc:
-                elapsed = time.monotonic() - start
-                sliced = str(exc).startswith(_SLICE_EXPIRED) and not work.is_completed()
-                if not sliced or elapsed > limit + 2.0:
-                    raise self._fail(str(exc), elapsed >= 0.9 * limit, limit) from None
-                monitor = self._parts.get("monitor")
-                if monitor is not None and monitor.failure is not None:
-                    raise self._break(health.reported_failure(
-                        self.tasks, self.task, monitor.failure, self._status.describe(), self._status.op)) from None
+    def _peer_failed(self, operation: Optional[str] = None) -> Optional[BaseException]:
+        failure = self._connection.peer_failure()
+        if failure is None:
+            return None
+        return self._break(health.reported_failure(self.tasks, self.task, failure, self._status.describe(),
+                                                   operation if operation is not None else self._status.op))
 
     def _fail(self, error: str, timed_out: bool, limit: float) -> BaseException:
-        board = self._parts.get("board")
+        board = self._connection.board
         if board is None:
             return self._break(WorkerFailedError(f"A collective failed on {self.task}: {error}",
                                                  operation=self._status.op))
@@ -451,15 +348,14 @@ class ProcessGroup:
     # -- leaving ---------------------------------------------------------------------------
     def report_failure(self, exc: BaseException) -> None:
         """Tells the other tasks that this one fails with ``exc`` (called when it ends the program)."""
-        board = self._parts.get("board")
+        board = self._connection.board
         if board is None or self._closed:
             return
-        primary = not isinstance(exc, (WorkerFailedError, GroupBrokenError, CollectiveMismatchError)) and \
-            getattr(exc, "stalled", None) is None
+        culprit = exc.task if isinstance(exc, _PEER_CAUSED) else None  # another task's failure, seen from here
         doing = self._status.describe()
         self._status.state = "failed"
         try:
-            board.report(type(exc).__name__, str(exc), doing, primary, None if primary else getattr(exc, "task", None))
+            board.report(type(exc).__name__, str(exc), doing, not isinstance(exc, _PEER_CAUSED), culprit)
         except Exception:  # noqa: BLE001 - the store host may be gone already
             pass
 
@@ -472,11 +368,12 @@ class ProcessGroup:
         self._closed = True
         if self._status.state == "running":
             self._status.state = "finished"
-        monitor, board = self._parts.pop("monitor", None), self._parts.get("board")
+        connection = self._connection
+        monitor, board = connection.monitor, connection.board
+        connection.monitor = None
         if monitor is not None:
             monitor.stop()
-        for name in ("nccl", "gloo"):
-            self._parts.pop(name, None)
+        connection.nccl = connection.gloo = None
         if board is not None:
             try:
                 board.publish(self._status.record(-1))
@@ -484,14 +381,10 @@ class ProcessGroup:
                     health.linger(board, self._records, self.world_size, _LINGER)
             except Exception:  # noqa: BLE001 - the store host is gone; nothing left to tell
                 pass
-        for name in ("monitor_store", "board", "store"):
-            self._parts.pop(name, None)
-        forget = self._parts.pop("forget", None)
+        connection.monitor_store = connection.board = connection.store = None
+        forget, connection.forget = connection.forget, None
         if forget is not None:
             forget(self)
-
-    def _key(self) -> Tuple[str, int, bool]:
-        return (self._layout.digest, self.rank, self._parts.get("nccl_wanted", False))
 
     def __deepcopy__(self, memo: dict) -> "ProcessGroup":
         return self  # one connection per task: copies share it

@@ -19,14 +19,13 @@ and their frame plan, hashed into a 63-bit digest. Workers agree on it in one of
   reads the summed header (up to ``SPECULATIVE_PIECES`` all-reduce pieces; a pairwise exchange
   is only ever started after the header was read). All messages then have the same size, so
   nothing aborts, and the summed header tells every worker whether all matched. If not, they
-  fall back to a full check (and send their data again). An in-place sum of one floating-point
-  tensor between two processes has no header (``packing.nan_signalled``): the differing worker
-  puts a NaN in the first element instead, so a first element that sums to a number proves that
-  both sent it. One that sums to NaN (a mismatch, or a NaN in the data) sends both workers to
-  a full check: if they agree, the sum stands; if not, the first element is put back, and the
-  rest of the tensor was summed with zeros. A training loop (gradients, then a
-  loss reduction, repeated) is predicted after its first step, so the gradient all-reduce of a
-  step costs no extra exchange at all.
+  fall back to a full check (and send their data again). A NaN-signalled sum (``wire.py``) has
+  no header: the differing worker puts a NaN in the first element instead, so a first element
+  that sums to a number proves that both sent it. One that sums to NaN (a mismatch, or a NaN in
+  the data) sends both workers to a full check: if they agree, the sum stands; if not, the first
+  element is put back, and the rest of the tensor was summed with zeros. A training loop
+  (gradients, then a loss reduction, repeated) is predicted after its first step, so the
+  gradient all-reduce of a step costs no extra exchange at all.
 
 Example:
     >>> import torch
@@ -38,12 +37,15 @@ Example:
 from __future__ import annotations
 
 import hashlib
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 
 from distribute.collectives.failures import CollectiveMismatchError, WorkerGatherShapeMismatchError
-from distribute.collectives.packing import Bounds, Frame, Meta, nan_signalled, plan_frames, wire_plan
+from distribute.collectives.packing import Bounds, Frame, Meta, packed_bounds, plan_frames
+
+if TYPE_CHECKING:  # pragma: no cover
+    from distribute.collectives.wire import WireMethod
 
 __all__ = ["SPECULATIVE_PIECES", "Fingerprint", "Verifier", "family_digest", "make_fingerprint", "mismatch_error"]
 
@@ -62,12 +64,13 @@ class Fingerprint(NamedTuple):
 
     ``frames`` is the frame plan for kinds that can carry a header slot (all-reduce); it is
     empty for kinds that always use a full check (gather, broadcast). ``wire`` gives the pieces
-    each frame travels in (``packing.wire_plan``; the header is in the first piece).
-    ``direct`` says that a piece holding exactly one tensor may be all-reduced in the caller's
-    tensor itself: only for an in-place sum between two processes, where a peer that runs
-    something else adds zeros (with more workers, two matching ones would sum each other's data
-    into the tensors before the header shows the mismatch). ``nan_signal`` says that the first
-    element carries the agreement signal instead of a header (``packing.nan_signalled``).
+    each frame travels in (``WireMethod.bounds`` of ``wire.py``; the header is in the first piece).
+    ``method`` is the wire method that moves the data (``wire.py``; None: the general packed
+    path). ``direct`` says that a piece holding exactly one tensor may be all-reduced in the
+    caller's tensor itself: only for an in-place sum between two processes, where a peer that
+    runs something else adds zeros (with more workers, two matching ones would sum each other's
+    data into the tensors before the header shows the mismatch). ``nan_signal`` says that the
+    first element carries the agreement signal instead of a header (``wire.NanSignalled``).
     """
 
     kind: str
@@ -78,6 +81,7 @@ class Fingerprint(NamedTuple):
     wire: Tuple[Bounds, ...] = ()
     direct: bool = False
     nan_signal: bool = False
+    method: Optional["WireMethod"] = None
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -102,7 +106,8 @@ def family_digest(text: str) -> int:
 
 
 def make_fingerprint(kind: str, note: str, metas: Sequence[Meta], bytes_per_pack: int,
-                     with_frames: bool = True, pairwise: bool = False, direct: bool = False) -> Fingerprint:
+                     with_frames: bool = True, *, frames: Optional[Tuple[Frame, ...]] = None,
+                     method: Optional["WireMethod"] = None, inplace: bool = False, option: str = "") -> Fingerprint:
     """The fingerprint of a collective of ``kind`` over tensors with ``metas``.
 
     Args:
@@ -112,17 +117,24 @@ def make_fingerprint(kind: str, note: str, metas: Sequence[Meta], bytes_per_pack
         metas: ``(shape, dtype)`` per tensor (for a gather, with the gather axis left out).
         bytes_per_pack: the packing limit (changes the frame plan).
         with_frames: plan frames (kinds that carry a header slot).
-        pairwise: large frames may travel as pairwise exchanges (two processes on gloo).
-        direct: the sum is written in place (a lone tensor may be all-reduced where it is).
+        frames: the frame plan, when the caller made it already.
+        method: the wire method (``wire.py``) that plans the pieces; None: one all-reduce per frame.
+        inplace: the sums are written into the caller's tensors (shown in the description).
+        option: which fast paths are on, as shown (``''`` for all; see ``wire.option_tag``).
     """
-    frames = plan_frames(metas, bytes_per_pack) if with_frames else ()
-    wire = wire_plan(frames, pairwise, direct)
+    if frames is None:
+        frames = plan_frames(metas, bytes_per_pack) if with_frames else ()
+    wire = method.bounds(frames) if method is not None else packed_bounds(frames) if frames else ()
     full = ";".join(f"{_dtype_name(d)}{list(s)}" for s, d in metas)
-    # The wire plan is part of the digest: workers whose messages would differ never agree.
-    digest = _digest(f"{kind}|{note}|{full}|{[(str(f.dtype), f.members) for f in frames]}|{wire}")
-    where = " (in place)" if direct else ""
-    return Fingerprint(kind, f"{note}: {describe_tensors(metas)}{where}", digest, frames, tuple(metas), wire,
-                       pairwise and direct, nan_signalled(frames, pairwise, direct))
+    # The wire plan and the fast-path option are part of the digest: workers whose messages
+    # would differ, or whose options differ, never agree (CollectiveMismatchError). Methods
+    # whose messages are the same (a piece summed in the caller's tensor or in a buffer) may meet.
+    digest = _digest(f"{kind}|{note}|{full}|{[(str(f.dtype), f.members) for f in frames]}|{wire}|{option}")
+    where = " (in place)" if inplace else ""
+    direct = method is not None and method.direct
+    nan_signal = method is not None and not method.header
+    return Fingerprint(kind, f"{note}: {describe_tensors(metas)}{where}{option}", digest, frames, tuple(metas), wire,
+                       direct, nan_signal, method)
 
 
 class Verifier:

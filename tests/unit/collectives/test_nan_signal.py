@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from distribute.collectives.nan_signal import BITS, first_bits, is_nan
-from distribute.collectives.packing import SIGNAL_DTYPES
-from ._two_workers import run_two_workers
+from distribute.collectives.nan_signal import SIGNAL_DTYPES
+from ._two_workers import BOTH_WAYS, run_two_workers
 
 SCRIPT = Path(__file__).resolve().parent / "pg_scripts" / "nan_worker.py"
 
@@ -35,16 +35,17 @@ def test_first_bits_and_is_nan_agree_with_torch(dtype: torch.dtype) -> None:
 
 @pytest.mark.multiprocess
 @pytest.mark.timeout(90)
-def test_signalled_sums_on_two_processes() -> None:
-    found = run_two_workers(SCRIPT)
+@BOTH_WAYS
+def test_signalled_sums_on_two_processes(fast_paths: bool) -> None:
+    found = run_two_workers(SCRIPT, fast_paths=fast_paths)
     both = ["worker:0", "worker:1"]
     for task in both:
         mine = found[task]
         assert all(mine["plain"].values()) and len(mine["plain"]) == 16, mine["plain"]
         assert mine["copied"] == {"strided": True, "grad": True}
         nan = mine["nan_data"]
-        # a NaN first element: one full check, and the sum stands (the other elements summed)
-        assert nan["first"] == [["nan"] + ["2.0"] * 5, 1], nan
+        # a NaN first element: one full check when it carries the signal, and the sum stands
+        assert nan["first"] == [["nan"] + ["2.0"] * 5, 1 if fast_paths else 0], nan
         # a NaN elsewhere costs nothing; the prediction goes on
         assert nan["elsewhere"] == [["2.0"] * 3 + ["nan"] + ["2.0"] * 2, 0], nan
         assert nan["after"] == [["2.0"] * 6, 0], nan

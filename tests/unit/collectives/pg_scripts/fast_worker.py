@@ -1,29 +1,18 @@
-"""Worker script (2 tasks): the shortcut for steady small in-place sums (fast_reduce.py).
+"""Worker script (2 tasks): steady small in-place sums, as a training loop makes them.
 
-Counts the calls that took the shortcut, checks their sums, a result held from an earlier
-call, a worker that runs something else while the other takes the shortcut (both must raise
-CollectiveMismatchError, the tensor left as it was), and the recovery. Prints ``RESULT`` lines.
+Counts the calls each wire method carried, checks their sums, a result held from an earlier
+call, a worker that runs something else while the other runs the predicted sum (both must
+raise CollectiveMismatchError, the tensor left as it was), and the recovery. Prints ``RESULT``
+lines.
 """
 
 from __future__ import annotations
 
 import torch
 
-from distribute.collectives import fast_reduce
 from distribute.collectives.failures import CollectiveMismatchError
 
 from _script import emit, join
-
-taken = []
-_sum = fast_reduce._sum
-
-
-def counted(*args):  # the real shortcut, counted
-    taken.append(1)
-    return _sum(*args)
-
-
-fast_reduce._sum = counted
 
 
 def steady(group, rounds: int, dtype: torch.dtype) -> list:
@@ -38,10 +27,11 @@ def steady(group, rounds: int, dtype: torch.dtype) -> list:
 def run(group, dtype: torch.dtype, name: str) -> None:
     """The whole sequence for one dtype (float32: NaN-signalled, no header; int64: a header slot)."""
     r = group.rank
-    taken.clear()
+    start = sum(group.wire_counts.values())
     held = group.all_reduce([torch.full((4,), 1, dtype=dtype)], note=f"loss {dtype}")[0]  # a new tensor, kept
     emit(f"steady_{name}", steady(group, 6, dtype))
-    emit(f"taken_{name}", len(taken))
+    emit(f"counts_{name}", group.wire_counts)
+    emit(f"taken_{name}", sum(group.wire_counts.values()) - start)
     emit(f"held_{name}", held.tolist())
     t = torch.full((4,), r + 1, dtype=dtype)
     try:
@@ -53,9 +43,9 @@ def run(group, dtype: torch.dtype, name: str) -> None:
     except CollectiveMismatchError as exc:
         emit(f"error_{name}", str(exc))
     emit(f"untouched_{name}", t.tolist())
-    before = len(taken)
+    before = sum(group.wire_counts.values())
     emit(f"again_{name}", steady(group, 4, dtype))
-    emit(f"taken_again_{name}", len(taken) - before)
+    emit(f"taken_again_{name}", sum(group.wire_counts.values()) - before)
 
 
 def main() -> None:

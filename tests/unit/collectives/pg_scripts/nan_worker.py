@@ -62,12 +62,12 @@ def nan_data(group: object, r: int) -> dict:
 
     def summed(rank: int, at: int) -> list:
         """The sum when worker ``rank`` has a NaN at ``at`` (-1: nowhere), and the full checks it took."""
-        before = group._verifier.full_checks
+        before = group.full_checks
         t = torch.ones(6)
         if r == rank:
             t[at] = float("nan")
         group.all_reduce([t], note="nan", inplace=True)
-        return [[str(v) for v in t.tolist()], group._verifier.full_checks - before]
+        return [[str(v) for v in t.tolist()], group.full_checks - before]
 
     return {"first": summed(1, 0), "elsewhere": summed(0, 3), "after": summed(-1, 0)}
 

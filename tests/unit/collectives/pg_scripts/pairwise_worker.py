@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import torch
 
-from distribute.collectives import packing, pairwise
+from distribute.collectives import pairwise, thresholds
 from distribute.collectives.failures import CollectiveMismatchError
 
 from _script import emit, join
 
-packing.PAIRWISE_MIN_BYTES = 4096
-packing.SIGNAL_MAX_BYTES = 4096  # lone floating-point tensors in place from 4 KB go pairwise too
-packing.DIRECT_MIN_BYTES = 1024  # lone integer tensors of 1 to 4 KB summed in place go direct
-pairwise.SEGMENT_BYTES = 1000  # several segments per half, and a ragged last one
+thresholds.PAIRWISE_MIN_BYTES = 4096
+thresholds.SIGNAL_MAX_BYTES = 4096  # lone floating-point tensors in place from 4 KB go pairwise too
+thresholds.DIRECT_MIN_BYTES = 1024  # lone integer tensors of 1 to 4 KB summed in place go direct
+thresholds.SEGMENT_BYTES = 1000  # several segments per half, and a ragged last one
 
 
 def sums(group: object, r: int) -> dict:
@@ -110,7 +110,7 @@ def direct_mismatches(group: object, r: int) -> list:
 def main() -> None:
     group = join()
     r = group.rank
-    raw = group._parts["gloo"]
+    raw = group.connection.gloo
     source = torch.arange(12345, dtype=torch.float32) + r
     out = torch.empty_like(source)
     for work in pairwise.exchange(raw, source, out, r, torch.empty(12345)):

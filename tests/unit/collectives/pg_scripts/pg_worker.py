@@ -35,11 +35,11 @@ def main() -> None:
     emit("broadcast", value.tolist())
     emit("any", [group.any_true(r == 1), group.any_true(False)])
 
-    before = group._verifier.full_checks
+    before = group.full_checks
     for _ in range(10):  # a steady loop of two alternating collectives is predicted after one round
         group.all_reduce([torch.ones(1000)], note="A")
         group.all_reduce([torch.ones(7, dtype=torch.int64)], note="B")
-    steady = group._verifier.full_checks - before
+    steady = group.full_checks - before
     held = group.all_reduce([torch.ones(4)], note="held")[0]
     again = group.all_reduce([torch.ones(4) * 3], note="held")[0]
     emit("prediction", {"full_checks": steady, "sequence": group.sequence, "held": held.tolist(),
