@@ -12,7 +12,7 @@ import torch
 import distribute
 from distribute.errors import CollectiveError
 from distribute.strategies.multi_replica import MultiReplicaExtended
-from tests.strategies import named_strategies
+from tests.strategies import local_replica_ids, named_strategies
 
 EXECUTORS = {"greenlets": False, "threads": True}
 
@@ -71,10 +71,11 @@ def _differentiable_step(log, collective, differentiate, merge_first):
     return fn
 
 
-def _expected_grads(collective, n):
+def _expected_grads(collective, n, local):
+    """The gradient of each local replica (ids ``local``) of ``n`` replicas in sync."""
     if collective == "all_reduce":  # the summed upstream ones, times this replica's factor
-        return [[float(n * (r + 1))] * 2 for r in range(n)]
-    return [[float(n)] * 2 if r == 0 else [0.0, 0.0] for r in range(n)]  # only replica 0's slice is used
+        return [[float(n * (r + 1))] * 2 for r in local]
+    return [[float(n)] * 2 if r == 0 else [0.0, 0.0] for r in local]  # only replica 0's slice is used
 
 
 @pytest.mark.timeout(60)
@@ -84,17 +85,17 @@ def _expected_grads(collective, n):
 def test_differentiable_collective_runs_the_function_once(make_strategy, body, executor):
     collective, differentiate, merge_first = BODIES[body]
     s = _strategy(make_strategy, executor)
-    n = s.num_replicas_in_sync
+    n, local = s.num_replicas_in_sync, local_replica_ids(s)
     log = []
     fn = _differentiable_step(log, collective, differentiate, merge_first)
     for step in range(2):  # the first step with a differentiable collective, then a later one
         log.clear()
         grads = s.experimental_local_results(s.run(fn))
-        before = [("before", r) for r in range(n)] + (["merge"] if merge_first else [])
-        assert log == before + [("after", r) for r in range(n)], f"step {step}"
-        assert [g.tolist() for g in grads] == _expected_grads(collective, n), f"step {step}"
+        before = [("before", r) for r in local] + (["merge"] if merge_first else [])
+        assert log == before + [("after", r) for r in local], f"step {step}"
+        assert [g.tolist() for g in grads] == _expected_grads(collective, n, local), f"step {step}"
     assert _replica_threads() == []
-    if n > 1:  # later steps start on threads, where each replica has its own autograd engine
+    if len(local) > 1:  # later steps start on threads, where each replica has its own autograd engine
         assert s.extended.experimental_replica_threads
 
 
@@ -103,7 +104,7 @@ def test_differentiable_collective_runs_the_function_once(make_strategy, body, e
 @pytest.mark.parametrize("make_strategy", named_strategies())
 def test_side_effects_around_merge_call_happen_once_in_tf_order(make_strategy, executor):
     s = _strategy(make_strategy, executor)
-    n = s.num_replicas_in_sync
+    n, local = s.num_replicas_in_sync, local_replica_ids(s)
     log = []
 
     def fn(x):
@@ -114,7 +115,7 @@ def test_side_effects_around_merge_call_happen_once_in_tf_order(make_strategy, e
         return total
 
     out = s.experimental_local_results(s.run(fn, args=(torch.tensor(1.0),)))
-    assert log == [("a", r) for r in range(n)] + ["merge"] + [("b", r) for r in range(n)]
+    assert log == [("a", r) for r in local] + ["merge"] + [("b", r) for r in local]
     assert {float(v) for v in out} == {n * (n + 1) / 2}
 
 
