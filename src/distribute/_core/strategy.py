@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
@@ -17,7 +17,10 @@ from distribute._core import context
 from distribute._core.context import Mode
 from distribute._base.nest import map_structure
 from distribute._base.reduce_op import ReduceOp
-from distribute._core.reduction import check_axis, gather_components, reduce_components
+from distribute._core.communicator import LOCAL, Communicator
+from distribute._core.distributed_variables import DistributedVariable
+from distribute._core.gradients import sum_component_grads
+from distribute._core.reduction import check_axis, elementwise_sum, gather_components, reduce_components
 from distribute._core.values import (DistributedValues, Mirrored, PerReplica, contains_distributed,
                                      select_replica)
 
@@ -159,16 +162,16 @@ class Strategy:
                     f"Received {value!r}.")
             return reduce_components(ReduceOp.MEAN, [value._primary], axis, host)
         if isinstance(value, DistributedValues):
-            return reduce_components(op, list(value.values), axis, host, **ext._across_workers())
+            return reduce_components(op, list(value.values), axis, host, ext._communicator)
         return self._reduce_plain(op, value, axis, host)
 
     def _reduce_plain(self, op: ReduceOp, value: Any, axis: Any, host: torch.device) -> torch.Tensor:
         ext = self._extended
         local = ext._num_local_replicas
         if axis is not None:
-            return reduce_components(op, [value] * local, axis, host, **ext._across_workers())
-        if ext._num_replicas_in_sync == 1 or (local == 1 and ext._across_workers()):
-            return reduce_components(op, [value], None, host, **ext._across_workers())
+            return reduce_components(op, [value] * local, axis, host, ext._communicator)
+        if ext._num_replicas_in_sync == 1 or (local == 1 and ext._communicator.num_workers > 1):
+            return reduce_components(op, [value], None, host, ext._communicator)
         tensor = torch.as_tensor(value)
         if op is ReduceOp.SUM and bool(tensor.any()):
             raise ValueError(f"A non-DistributedValues value {value} cannot be reduced with the given "
@@ -187,8 +190,8 @@ class Strategy:
     def _gather_leaf(self, value: Any, axis: int) -> Any:
         if not isinstance(value, DistributedValues):
             return value
-        return self._extended._gather_across_workers(
-            gather_components(list(value.values), axis, torch.device("cpu")), axis)
+        local = gather_components(list(value.values), axis, torch.device("cpu"))
+        return self._extended._communicator.all_gather([local], axis, note="gather")[0].tensor
 
     def experimental_local_results(self, value: Any) -> tuple:
         """The local replicas' components of ``value`` as a tuple (``(value,)`` if not distributed)."""
@@ -504,12 +507,18 @@ class StrategyExtended:
 
         return api.distribute_datasets_from_function(self._container_strategy(), dataset_fn, options)
 
-    def _across_workers(self) -> dict:
-        """Hooks that extend a local reduction over worker processes (none in one process)."""
-        return {}
+    @property
+    def _communicator(self) -> Communicator:
+        """What crosses worker processes (``LOCAL``, the identity, for in-process strategies)."""
+        return LOCAL
 
-    def _gather_across_workers(self, tensor: torch.Tensor, axis: int) -> torch.Tensor:
-        return tensor
+    def _reduce_gradients(self, params: Sequence[torch.Tensor], across_workers: bool = True) -> None:
+        """At an optimizer step: each distributed parameter's ``.grad`` becomes the sum of its
+        replicas' gradients (strategies with ``CrossDeviceOps`` sum with them; multi-worker
+        strategies then sum over the workers, unless ``across_workers`` is False)."""
+        for p in params:
+            if isinstance(p, DistributedVariable):
+                sum_component_grads(p, elementwise_sum)
 
     def _local_results(self, value: Any) -> tuple:
         if isinstance(value, DistributedValues):

@@ -78,10 +78,8 @@ class CommunicationOptions:
 
 
 def _components(value: Any) -> List[torch.Tensor]:
-    if isinstance(value, DistributedValues):
+    if isinstance(value, DistributedValues):  # distributed variables included
         return list(value.values)
-    if hasattr(value, "_components"):
-        return [c.read_value() for c in value._components()]
     return [value]
 
 
@@ -184,9 +182,10 @@ class ReductionToOneDevice(CrossDeviceOps):
         if self._accumulate is not None:
             total = self._accumulate([torch.as_tensor(t).to(device) for t in tensors])
             reduced = total / len(tensors) if op is ReduceOp.MEAN else total
-        else:
-            reduced = reduce_components(op, tensors, None, device)
-        return [reduced.to(d, copy=True) for d in destinations]
+            return [reduced.to(d, copy=True) for d in destinations]
+        reduced = reduce_components(op, tensors, None, device)  # a new tensor: the first copy is free
+        return [reduced if i == 0 and d == reduced.device else reduced.to(d, copy=True)
+                for i, d in enumerate(destinations)]
 
 
 class _PackedAllReduce(ReductionToOneDevice):

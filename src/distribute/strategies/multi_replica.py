@@ -16,7 +16,8 @@ from distribute._core.devices import Device, canonicalize
 from distribute._core.distributed_variables import DistributedVariable
 from distribute._base.nest import flatten, is_nested, map_structure, pack_sequence_as
 from distribute._base.reduce_op import ReduceOp
-from distribute._core.reduction import as_tensor, gather_components, reduce_components
+from distribute._core.gradients import sum_component_grads
+from distribute._core.reduction import as_tensor, finish_mean, gather_components
 from distribute._core.replica_context import ValueContext
 from distribute._core.strategy import CROSS_REPLICA_ERROR, StrategyExtended
 from distribute._core.values import DistributedValues, Mirrored, PerReplica, regroup, select_replica
@@ -97,16 +98,31 @@ class MultiReplicaExtended(StrategyExtended):
         return self._reduce_to_replicas(op, [r.payload[1] for r in requests])
 
     def _reduce_to_replicas(self, op: ReduceOp, tensors: List[torch.Tensor]) -> List[torch.Tensor]:
-        reduced = reduce_components(op, tensors, None, tensors[0].device, **self._across_workers())
-        return [reduced.to(d, copy=True) for d in self._torch_devices()]
+        return self._all_reduce_leaves(op, [tensors], "gradient of a collective")[0]
+
+    def _all_reduce_leaves(self, op: ReduceOp, leaves: List[List[torch.Tensor]], note: str) -> List[List[torch.Tensor]]:
+        """Each leaf's per-replica tensors reduced over every replica, one copy per local device.
+
+        The ``CrossDeviceOps`` reduces the local replicas; with several workers it sums them on
+        one device, the ``Communicator`` sums those over the workers (all leaves in one exchange)
+        and the ops copy the result to every device.
+        """
+        ops, devices, communicator = self._cross_device_ops, self._torch_devices(), self._communicator
+        if communicator.num_workers == 1:
+            return [ops.reduce_implementation(op, tensors, devices) for tensors in leaves]
+        local = [ops.reduce_implementation(ReduceOp.SUM, tensors, [tensors[0].device])[0] for tensors in leaves]
+        totals = communicator.all_reduce(local, note=note)
+        n = self._num_replicas_in_sync
+        return [ops.broadcast_implementation(finish_mean(total, n) if op is ReduceOp.MEAN else total, devices)
+                for total in totals]
 
     def _merge_all_reduce(self, requests: List[SyncRequest]) -> list:
         op, structure = requests[0].payload[0], requests[0].payload[1]
         leaves = [flatten(r.payload[1]) for r in requests]
+        columns = [[as_tensor(leaf[j]).detach() for leaf in leaves] for j in range(len(leaves[0]))]
         out: List[list] = [[] for _ in requests]
-        for j in range(len(leaves[0])):
-            values = [as_tensor(leaf[j]).detach() for leaf in leaves]
-            for i, value in enumerate(self._reduce_to_replicas(op, values)):
+        for j, reduced in enumerate(self._all_reduce_leaves(op, columns, f"ReplicaContext.all_reduce({op.value})")):
+            for i, value in enumerate(reduced):
                 x = leaves[i][j]
                 needs_grad = isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled()
                 out[i].append(AllReduceGrad.apply(x, value, self._grad_sync(), op) if needs_grad else value)
@@ -118,8 +134,8 @@ class MultiReplicaExtended(StrategyExtended):
         out: List[list] = [[] for _ in requests]
         for j in range(len(leaves[0])):
             values = [as_tensor(leaf[j]).detach() for leaf in leaves]
-            gathered = self._gather_across_workers(gather_components(values, axis, values[0].device), axis)
-            offset = 0
+            local = gather_components(values, axis, values[0].device)
+            gathered, offset = self._communicator.all_gather([local], axis, note="ReplicaContext.all_gather")[0]
             for i, device in enumerate(self._torch_devices()):
                 result, x = gathered.to(device, copy=True), leaves[i][j]
                 if isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled():
@@ -156,8 +172,6 @@ class MultiReplicaExtended(StrategyExtended):
             isinstance(x, torch.Tensor) and x.requires_grad for x in leaves)
         request = SyncRequest(kind, describe, (repr_structure(value), leaf_signature(leaves, skip_axis)),
                               (arg, value), needs_grad and self._num_local_replicas > 1)
-        if self._num_local_replicas == 1 and not self._across_workers():
-            return self._merge([request])[0]
         if self._num_local_replicas == 1:
             return self._merge([request])[0]
         return self._runner.sync(request)
@@ -167,6 +181,17 @@ class MultiReplicaExtended(StrategyExtended):
 
     def _replica_all_gather(self, ctx: Any, value: Any, axis: int, options: Any) -> Any:
         return self._collective("all_gather", f"all_gather(axis={axis})", axis, value, skip_axis=axis)
+
+    def _reduce_gradients(self, params: Sequence[torch.Tensor], across_workers: bool = True) -> None:
+        """Sums each distributed parameter's per-replica gradients with the ``CrossDeviceOps``."""
+        ops = self._cross_device_ops
+
+        def total(grads: List[torch.Tensor], device: torch.device) -> torch.Tensor:
+            return ops.reduce_implementation(ReduceOp.SUM, grads, [device])[0]
+
+        for p in params:
+            if isinstance(p, DistributedVariable):
+                sum_component_grads(p, total)
 
     # -- cross-replica hooks ----------------------------------------------------------
     def _destination_devices(self, destinations: Any) -> List[torch.device]:
