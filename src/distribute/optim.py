@@ -26,6 +26,7 @@ import torch
 
 from distribute._core import context
 from distribute._core.distributed_variables import DistributedVariable
+from distribute._core.gradients import is_distributed_variable
 from distribute._core.replica_context import ReplicaContext
 from distribute._core.strategy import Strategy
 
@@ -86,7 +87,7 @@ class Optimizer:
         index = None if ctx is None else ctx._local_id
         with _Disable():
             for p in self._params():
-                comps = p._components() if isinstance(p, DistributedVariable) else (p,)
+                comps = p._components() if is_distributed_variable(p) else (p,)
                 for c in (comps if index is None else comps[index:index + 1] if index < len(comps) else ()):
                     _clear(c, set_to_none)
 
@@ -100,7 +101,7 @@ class Optimizer:
         return ctx.merge_call(lambda strategy: self._apply(closure, strategy))
 
     def _apply(self, closure: Optional[Callable[[], Any]], strategy: Optional[Strategy] = None) -> Any:
-        params = [p for p in self._params() if isinstance(p, DistributedVariable)]
+        params = [p for p in self._params() if is_distributed_variable(p)]
         with _Disable():
             if strategy is not None:  # one step of every replica (of every worker)
                 strategy.extended._reduce_gradients(list(self._params()))

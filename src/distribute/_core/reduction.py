@@ -54,12 +54,13 @@ def finish_mean(numer: torch.Tensor, denom: Any) -> torch.Tensor:
 
 
 def _check_same_shapes(comps: Sequence[torch.Tensor], what: str) -> None:
-    shapes = [tuple(c.shape) for c in comps]
-    if any(s != shapes[0] for s in shapes[1:]):
-        listing = ", ".join(f"replica {i}: {s}" for i, s in enumerate(shapes))
-        raise InvalidArgumentError(
-            f"{what} needs the same shape on every replica; received {listing}. Reduce along "
-            "an axis (axis=0) for per-replica batches of different sizes, or use gather.")
+    first = comps[0].shape
+    if all(c.shape == first for c in comps):
+        return
+    listing = ", ".join(f"replica {i}: {tuple(c.shape)}" for i, c in enumerate(comps))
+    raise InvalidArgumentError(
+        f"{what} needs the same shape on every replica; received {listing}. Reduce along "
+        "an axis (axis=0) for per-replica batches of different sizes, or use gather.")
 
 
 def elementwise_sum(comps: Sequence[torch.Tensor], device: torch.device) -> torch.Tensor:
@@ -85,8 +86,8 @@ def reduce_components(op: ReduceOp, comps: List[Any], axis: Any, device: torch.d
         communicator: the worker processes the local sum (and a MEAN's element count) is
             summed over; ``None`` or a single worker: this process only.
     """
-    tensors = [as_tensor(c) for c in comps]
-    dims = check_axis(axis)
+    tensors = [c if isinstance(c, torch.Tensor) else torch.as_tensor(c) for c in comps]
+    dims = None if axis is None else check_axis(axis)
     if dims is None:
         _check_same_shapes(tensors, "reduce with axis=None")
         total = elementwise_sum(tensors, device)

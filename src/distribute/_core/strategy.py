@@ -18,8 +18,7 @@ from distribute._core.context import Mode
 from distribute._base.nest import map_structure
 from distribute._base.reduce_op import ReduceOp
 from distribute._core.communicator import LOCAL, Communicator
-from distribute._core.distributed_variables import DistributedVariable
-from distribute._core.gradients import sum_component_grads
+from distribute._core.gradients import is_distributed_variable, sum_component_grads
 from distribute._core.reduction import check_axis, elementwise_sum, gather_components, reduce_components
 from distribute._core.values import (DistributedValues, Mirrored, PerReplica, contains_distributed,
                                      select_replica)
@@ -517,7 +516,7 @@ class StrategyExtended:
         replicas' gradients (strategies with ``CrossDeviceOps`` sum with them; multi-worker
         strategies then sum over the workers, unless ``across_workers`` is False)."""
         for p in params:
-            if isinstance(p, DistributedVariable):
+            if is_distributed_variable(p):
                 sum_component_grads(p, elementwise_sum)
 
     def _local_results(self, value: Any) -> tuple:

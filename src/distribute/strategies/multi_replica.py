@@ -16,7 +16,7 @@ from distribute._core.devices import Device, canonicalize
 from distribute._core.distributed_variables import DistributedVariable
 from distribute._base.nest import flatten, is_nested, map_structure, pack_sequence_as
 from distribute._base.reduce_op import ReduceOp
-from distribute._core.gradients import sum_component_grads
+from distribute._core.gradients import is_distributed_variable, sum_component_grads
 from distribute._core.reduction import as_tensor, finish_mean, gather_components
 from distribute._core.replica_context import ValueContext
 from distribute._core.strategy import CROSS_REPLICA_ERROR, StrategyExtended
@@ -184,13 +184,9 @@ class MultiReplicaExtended(StrategyExtended):
 
     def _reduce_gradients(self, params: Sequence[torch.Tensor], across_workers: bool = True) -> None:
         """Sums each distributed parameter's per-replica gradients with the ``CrossDeviceOps``."""
-        ops = self._cross_device_ops
-
-        def total(grads: List[torch.Tensor], device: torch.device) -> torch.Tensor:
-            return ops.reduce_implementation(ReduceOp.SUM, grads, [device])[0]
-
+        total = self._cross_device_ops._sum_gradients
         for p in params:
-            if isinstance(p, DistributedVariable):
+            if is_distributed_variable(p):
                 sum_component_grads(p, total)
 
     # -- cross-replica hooks ----------------------------------------------------------
