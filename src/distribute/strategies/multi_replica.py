@@ -98,23 +98,28 @@ class MultiReplicaExtended(StrategyExtended):
         return self._reduce_to_replicas(op, [r.payload[1] for r in requests])
 
     def _reduce_to_replicas(self, op: ReduceOp, tensors: List[torch.Tensor]) -> List[torch.Tensor]:
-        return self._all_reduce_leaves(op, [tensors], "gradient of a collective")[0]
+        return self._all_reduce_leaves(op, [tensors], "gradient of a collective", copy=True)[0]
 
-    def _all_reduce_leaves(self, op: ReduceOp, leaves: List[List[torch.Tensor]], note: str) -> List[List[torch.Tensor]]:
-        """Each leaf's per-replica tensors reduced over every replica, one copy per local device.
+    def _all_reduce_leaves(self, op: ReduceOp, leaves: List[List[torch.Tensor]], note: str,
+                           copy: bool = False) -> List[List[torch.Tensor]]:
+        """Each leaf's per-replica tensors reduced over every replica, one result per local device.
 
         The ``CrossDeviceOps`` reduces the local replicas; with several workers it sums them on
         one device, the ``Communicator`` sums those over the workers (all leaves in one exchange)
-        and the ops copy the result to every device.
+        and the ops copy the result to every device. With one local device the communicator's
+        result is returned as it is unless ``copy`` (gradients must not hold its buffers).
         """
         ops, devices, communicator = self._cross_device_ops, self._torch_devices(), self._communicator
         if communicator.num_workers == 1:
             return [ops.reduce_implementation(op, tensors, devices) for tensors in leaves]
-        local = [ops.reduce_implementation(ReduceOp.SUM, tensors, [tensors[0].device])[0] for tensors in leaves]
+        local = [tensors[0] if len(tensors) == 1 else  # one replica: nothing to reduce here
+                 ops.reduce_implementation(ReduceOp.SUM, tensors, [tensors[0].device])[0] for tensors in leaves]
         totals = communicator.all_reduce(local, note=note)
         n = self._num_replicas_in_sync
-        return [ops.broadcast_implementation(finish_mean(total, n) if op is ReduceOp.MEAN else total, devices)
-                for total in totals]
+        results = [finish_mean(total, n) if op is ReduceOp.MEAN else total for total in totals]
+        if not copy and len(devices) == 1:
+            return [[r if r.device == devices[0] else r.to(devices[0])] for r in results]
+        return [ops.broadcast_implementation(r, devices) for r in results]
 
     def _merge_all_reduce(self, requests: List[SyncRequest]) -> list:
         op, structure = requests[0].payload[0], requests[0].payload[1]
