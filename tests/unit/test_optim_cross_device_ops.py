@@ -6,8 +6,11 @@ import pytest
 import torch
 
 import distribute
-from distribute.collectives.cross_device_ops import (HierarchicalCopyAllReduce, NcclAllReduce,
-                                                     ReductionToOneDevice)
+from distribute.collectives.cross_device_ops import (
+    HierarchicalCopyAllReduce,
+    NcclAllReduce,
+    ReductionToOneDevice,
+)
 
 
 class CountingOps(ReductionToOneDevice):

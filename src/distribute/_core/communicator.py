@@ -20,7 +20,7 @@ import torch
 
 from distribute._base.reduce_op import ReduceOp
 
-__all__ = ["Communicator", "Gathered", "LOCAL", "LocalCommunicator", "check_op"]
+__all__ = ["LOCAL", "Communicator", "Gathered", "LocalCommunicator", "check_op"]
 
 
 class Gathered(NamedTuple):

@@ -6,7 +6,7 @@ sum is computed is the strategy's choice (its ``CrossDeviceOps``), passed in as 
 
 from __future__ import annotations
 
-from typing import Any, Callable, List
+from typing import Any, Callable, List, TypeGuard
 
 import torch
 
@@ -19,7 +19,7 @@ GradientSum = Callable[[List[torch.Tensor], torch.device], torch.Tensor]
 (it may sum into ``grads``: they are released afterwards)."""
 
 
-def is_distributed_variable(value: Any) -> bool:
+def is_distributed_variable(value: Any) -> TypeGuard[DistributedVariable]:
     """``isinstance(value, DistributedVariable)``, without the Python-level instance check that
     ``torch.nn.Parameter``'s metaclass adds to every ``isinstance`` against a variable class
     (about 1 us; this runs for every parameter at every optimizer step)."""

@@ -7,7 +7,12 @@ import torch
 
 import distribute
 from distribute._base.reduce_op import ReduceOp
-from distribute._core.communicator import LOCAL, Communicator, Gathered, LocalCommunicator
+from distribute._core.communicator import (
+    LOCAL,
+    Communicator,
+    Gathered,
+    LocalCommunicator,
+)
 from distribute._core.reduction import reduce_components
 from distribute.collectives.communicator import ProcessGroupCommunicator
 from tests.strategies import named_strategies

@@ -12,7 +12,7 @@ from distribute.launch import launch
 
 SCRIPTS = Path(__file__).resolve().parent / "mw_scripts"
 sys.path.insert(0, str(SCRIPTS))
-from _common import parse_results  # noqa: E402
+from _common import parse_results
 
 pytestmark = pytest.mark.multiprocess
 
