@@ -135,3 +135,14 @@ def test_replica_all_reduce_mean_passes_mean_to_the_ops():
 def test_cross_device_ops_of_the_wrong_type_is_refused():
     with pytest.raises(TypeError, match="cross_device_ops must be a distribute.CrossDeviceOps"):
         distribute.MirroredStrategy(["CPU:0", "CPU:1"], cross_device_ops=lambda op, ts, ds: ts)
+
+
+def test_a_step_outside_run_sums_the_replicas_gradients_with_the_variables_ops():
+    ops = CountingOps()
+    strategy = distribute.MirroredStrategy(["CPU:0", "CPU:1"], cross_device_ops=ops)
+    model, opt, per, _, x = _model_and_step(strategy)
+    strategy.run(lambda batch: model(batch).sum().backward(), args=(per,))
+    assert ops.calls == []
+    opt.step()  # cross-replica context, outside the scope: the variables' strategy still sums
+    assert ops.calls == [(distribute.ReduceOp.SUM, 2)] * 2
+    torch.testing.assert_close(model.weight.detach(), _reference_weight(x))
