@@ -41,7 +41,7 @@ def train(strategy: MultiWorkerMirroredStrategy, rank: int, world: int, steps: i
 
 def allreduce(strategy: MultiWorkerMirroredStrategy, rank: int, smoke: bool) -> None:
     """Raw gloo, our layer (in place and not) and the strategy path in paired turns, on the same group."""
-    group = strategy.extended._group
+    group = strategy.extended._communicator.group
     raw = group.connection.gloo
     out = {}
     sizes = SIZES_BYTES[:3] if smoke else SIZES_BYTES

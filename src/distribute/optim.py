@@ -20,18 +20,22 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
 
 from distribute._core import context
+from distribute._core.distributed_variables import DistributedVariable
+from distribute._core.gradients import is_distributed_variable
+from distribute._core.replica_context import ReplicaContext
+from distribute._core.strategy import Strategy
 
 __all__ = ["Adam", "AdamW", "Optimizer", "SGD"]
 
 _Disable = torch._C.DisableTorchFunctionSubclass
 
 
-def _in_replica() -> Any:
+def _in_replica() -> Optional[ReplicaContext]:
     mode = context.current_mode()
     if mode is None or mode.replica_context is None or mode.strategy is context.default_strategy():
         return None
@@ -80,10 +84,10 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clears gradients: this replica's components inside ``run``, all of them elsewhere."""
         ctx = _in_replica()
-        index = getattr(ctx, "_local_id", None)
+        index = None if ctx is None else ctx._local_id
         with _Disable():
             for p in self._params():
-                comps = p._components() if getattr(p, "_is_distributed_variable", False) else (p,)
+                comps = p._components() if is_distributed_variable(p) else (p,)
                 for c in (comps if index is None else comps[index:index + 1] if index < len(comps) else ()):
                     _clear(c, set_to_none)
 
@@ -96,13 +100,14 @@ class Optimizer:
             return self._apply(closure)
         return ctx.merge_call(lambda strategy: self._apply(closure, strategy))
 
-    def _apply(self, closure: Optional[Callable[[], Any]], strategy: Any = None) -> Any:
-        params = [p for p in self._params() if getattr(p, "_is_distributed_variable", False)]
+    def _apply(self, closure: Optional[Callable[[], Any]], strategy: Optional[Strategy] = None) -> Any:
+        params = [p for p in self._params() if is_distributed_variable(p)]
         with _Disable():
-            for p in params:
-                _sum_component_grads(p)
-            if strategy is not None:
-                _reduce_across_workers(strategy, self._params())
+            if strategy is not None:  # one step of every replica (of every worker)
+                strategy.extended._reduce_gradients(list(self._params()))
+            else:  # outside `run`: each variable's own strategy sums what its replicas left
+                for owner, owned in _by_strategy(params):
+                    owner.extended._reduce_gradients(owned, across_workers=False)
             result = self._optimizer.step(closure)
             for p in params:
                 with torch.no_grad():
@@ -124,30 +129,14 @@ def _clear(tensor: torch.Tensor, set_to_none: bool) -> None:
         tensor.grad.zero_()
 
 
-def _sum_component_grads(p: Any) -> None:
-    """Moves every component's gradient into the primary's ``.grad`` (their sum).
-
-    The other components' gradients are released: they are now part of the primary's, and
-    keeping them would count them twice when gradients accumulate over several steps.
-    """
-    grads = [c.grad for c in p._components() if c.grad is not None]
-    if not grads:
-        return
-    if len(grads) == 1 and p.grad is grads[0]:
-        return
-    # The primary's own gradient (component 0) is summed into in place; otherwise start a copy.
-    total = grads[0] if p.grad is grads[0] else grads[0].clone()
-    for g in grads[1:]:
-        total.add_(g.to(total.device))
-    p.grad = total
-    for component in p._others:
-        component.grad = None
-
-
-def _reduce_across_workers(strategy: Any, params: Iterable[torch.Tensor]) -> None:
-    reduce_grads = getattr(strategy.extended, "_all_reduce_gradients", None)
-    if reduce_grads is not None:
-        reduce_grads([p for p in params if p.grad is not None])
+def _by_strategy(params: List[DistributedVariable]) -> List[Tuple[Strategy, List[DistributedVariable]]]:
+    """``params`` grouped by the strategy that made them, in first-seen order."""
+    groups: Dict[int, Tuple[Strategy, List[DistributedVariable]]] = {}
+    for p in params:
+        owner = p._distribute_strategy
+        if owner is not None:
+            groups.setdefault(id(owner), (owner, []))[1].append(p)
+    return list(groups.values())
 
 
 def _factory(cls: type) -> Callable[..., Optimizer]:

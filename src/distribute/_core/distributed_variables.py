@@ -265,7 +265,7 @@ def _merge_assign(strategy: Any, var: MirroredVariable, kind: str, value: Any) -
         if not isinstance(value, PerReplica):
             values = [value] * len(var._components())
         op = ReduceOp.from_variable_aggregation(aggregation)
-        reduced = reduce_components(op, values, None, var.device, **strategy.extended._across_workers())
+        reduced = reduce_components(op, values, None, var.device, strategy.extended._communicator)
     var._write_all(kind, reduced)
     return Mirrored(tuple(c.read_value() for c in var._components()))
 
@@ -294,8 +294,9 @@ class SyncOnReadVariable(DistributedVariable):
             comps = [torch.Tensor.detach(c) for c in self._components()]
             if op is None:
                 return comps[0].clone()
-            hooks = self._distribute_strategy.extended._across_workers() if self._distribute_strategy else {}
-            return reduce_components(op, comps, None, comps[0].device, **hooks).to(comps[0].dtype)
+            strategy = self._distribute_strategy
+            communicator = strategy.extended._communicator if strategy is not None else None
+            return reduce_components(op, comps, None, comps[0].device, communicator).to(comps[0].dtype)
 
     def _cross_replica_result(self) -> torch.Tensor:
         """TensorFlow reads the variable back: the aggregate, a tensor (NONE raises, after the write)."""

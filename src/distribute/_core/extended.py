@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 
 from distribute._base.reduce_op import ReduceOp
 from distribute._core import context
+from distribute._core.communicator import LOCAL, Communicator
 from distribute._core.context import Mode
 from distribute._core.devices import Device
 from distribute._core.distributed_variables import DistributedVariable
+from distribute._core.gradients import is_distributed_variable, sum_component_grads
+from distribute._core.reduction import elementwise_sum
 from distribute._core.scope import check_not_in_replica_context
 from distribute._core.values import DistributedValues, Mirrored, contains_distributed, select_replica
 from distribute._core.variables import Variable, owning_strategy
@@ -265,12 +268,18 @@ class StrategyExtended(abc.ABC):
     def _make_input_fn_iterator(self, input_fn: Callable[..., Any], replication_mode: Any) -> Any:
         """Validates ``replication_mode``; the initializable iterator over ``input_fn``'s input."""
 
-    def _across_workers(self) -> dict:
-        """Hooks that extend a local reduction over worker processes (none in one process)."""
-        return {}
+    @property
+    def _communicator(self) -> Communicator:
+        """What crosses worker processes (``LOCAL``, the identity, for in-process strategies)."""
+        return LOCAL
 
-    def _gather_across_workers(self, tensor: torch.Tensor, axis: int) -> torch.Tensor:
-        return tensor
+    def _reduce_gradients(self, params: Sequence[torch.Tensor], across_workers: bool = True) -> None:
+        """At an optimizer step: each distributed parameter's ``.grad`` becomes the sum of its
+        replicas' gradients (strategies with ``CrossDeviceOps`` sum with them; multi-worker
+        strategies then sum over the workers, unless ``across_workers`` is False)."""
+        for p in params:
+            if is_distributed_variable(p):
+                sum_component_grads(p, elementwise_sum)
 
     def _local_results(self, value: Any) -> tuple:
         if isinstance(value, DistributedValues):  # distributed variables too

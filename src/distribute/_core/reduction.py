@@ -3,23 +3,22 @@
 ``reduce_components`` implements ``Strategy.reduce``'s arithmetic: element-wise SUM/MEAN with
 ``axis=None``, or a reduction along ``axis`` whose MEAN is weighted by the true number of
 elements, so uneven and empty per-replica batches give the right mean. ``gather_components``
-concatenates along an axis. ``across`` hooks let a multi-process strategy add its workers.
+concatenates along an axis. A multi-worker strategy passes its ``Communicator``, which extends
+the local sums (and the element counts of a MEAN) over the worker processes.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 
 from distribute._base.reduce_op import ReduceOp
+from distribute._core.communicator import Communicator
 from distribute.errors import GatherShapeMismatchError, InvalidArgumentError
 
-__all__ = ["as_tensor", "gather_components", "normalize_axis", "reduce_components"]
-
-Across = Optional[Callable[[torch.Tensor], torch.Tensor]]
-
+__all__ = ["as_tensor", "elementwise_sum", "finish_mean", "gather_components", "normalize_axis", "reduce_components"]
 
 def as_tensor(value: Any) -> torch.Tensor:
     """``value`` as a tensor (numpy arrays and Python numbers are converted)."""
@@ -47,31 +46,36 @@ def normalize_axis(axis: Sequence[int], rank: int) -> Tuple[int, ...]:
     return tuple(dims)
 
 
-def _mean(numer: torch.Tensor, denom: Any) -> torch.Tensor:
+def finish_mean(numer: torch.Tensor, denom: Any) -> torch.Tensor:
+    """``numer / denom``, in float64 for integer sums."""
     if not (numer.is_floating_point() or numer.is_complex()):
         numer = numer.to(torch.float64)
     return numer / denom
 
 
 def _check_same_shapes(comps: Sequence[torch.Tensor], what: str) -> None:
-    shapes = [tuple(c.shape) for c in comps]
-    if any(s != shapes[0] for s in shapes[1:]):
-        listing = ", ".join(f"replica {i}: {s}" for i, s in enumerate(shapes))
-        raise InvalidArgumentError(
-            f"{what} needs the same shape on every replica; received {listing}. Reduce along "
-            "an axis (axis=0) for per-replica batches of different sizes, or use gather.")
+    first = comps[0].shape
+    if all(c.shape == first for c in comps):
+        return
+    listing = ", ".join(f"replica {i}: {tuple(c.shape)}" for i, c in enumerate(comps))
+    raise InvalidArgumentError(
+        f"{what} needs the same shape on every replica; received {listing}. Reduce along "
+        "an axis (axis=0) for per-replica batches of different sizes, or use gather.")
 
 
 def elementwise_sum(comps: Sequence[torch.Tensor], device: torch.device) -> torch.Tensor:
     """Sums same-shaped tensors on ``device``."""
     total = comps[0].to(device, copy=True) if comps[0].device != device else comps[0].clone()
     for c in comps[1:]:
-        total = total + c.to(device, non_blocking=True)
+        if c.dtype == total.dtype:
+            total.add_(c.to(device, non_blocking=True))  # ``total`` is our own copy
+        else:
+            total = total + c.to(device, non_blocking=True)
     return total
 
 
 def reduce_components(op: ReduceOp, comps: List[Any], axis: Any, device: torch.device,
-                      across: Across = None, count_across: Across = None) -> torch.Tensor:
+                      communicator: Optional[Communicator] = None) -> torch.Tensor:
     """Reduces one tensor per replica into one tensor on ``device``.
 
     Args:
@@ -79,11 +83,11 @@ def reduce_components(op: ReduceOp, comps: List[Any], axis: Any, device: torch.d
         comps: the local replicas' tensors.
         axis: ``None`` for element-wise, or an int/tuple of ints reduced within each replica.
         device: where the result lives.
-        across: optional all-reduce (SUM) over other processes applied to local sums.
-        count_across: optional all-reduce for the element counts of a MEAN.
+        communicator: the worker processes the local sum (and a MEAN's element count) is
+            summed over; ``None`` or a single worker: this process only.
     """
-    tensors = [as_tensor(c) for c in comps]
-    dims = check_axis(axis)
+    tensors = [c if isinstance(c, torch.Tensor) else torch.as_tensor(c) for c in comps]
+    dims = None if axis is None else check_axis(axis)
     if dims is None:
         _check_same_shapes(tensors, "reduce with axis=None")
         total = elementwise_sum(tensors, device)
@@ -94,12 +98,13 @@ def reduce_components(op: ReduceOp, comps: List[Any], axis: Any, device: torch.d
         _check_same_shapes(sums, f"reduce along axis {axis}")
         total = elementwise_sum(sums, device)
         count = sum(math.prod(t.shape[d] for d in dims) for t in tensors)
-    if across is not None:
-        total = across(total)
+    if communicator is not None and communicator.num_workers > 1:
+        (total,) = communicator.all_reduce([total], note="cross-worker reduction")
         if op is ReduceOp.MEAN:
-            count = int((count_across or across)(torch.tensor(float(count), dtype=torch.float64)).item())
+            counted = torch.tensor(float(count), dtype=torch.float64)
+            count = int(communicator.all_reduce([counted], note="cross-worker reduction")[0].item())
     if op is ReduceOp.MEAN:
-        return _mean(total, count)
+        return finish_mean(total, count)
     return total
 
 

@@ -103,16 +103,16 @@ class Strategy:
                     f"Received {value!r}.")
             return reduce_components(ReduceOp.MEAN, [value._primary], axis, host)
         if isinstance(value, DistributedValues):
-            return reduce_components(op, list(value.values), axis, host, **ext._across_workers())
+            return reduce_components(op, list(value.values), axis, host, ext._communicator)
         return self._reduce_plain(op, value, axis, host)
 
     def _reduce_plain(self, op: ReduceOp, value: Any, axis: Any, host: torch.device) -> torch.Tensor:
         ext = self._extended
         local = ext._num_local_replicas
         if axis is not None:
-            return reduce_components(op, [value] * local, axis, host, **ext._across_workers())
-        if ext._num_replicas_in_sync == 1 or (local == 1 and ext._across_workers()):
-            return reduce_components(op, [value], None, host, **ext._across_workers())
+            return reduce_components(op, [value] * local, axis, host, ext._communicator)
+        if ext._num_replicas_in_sync == 1 or (local == 1 and ext._communicator.num_workers > 1):
+            return reduce_components(op, [value], None, host, ext._communicator)
         tensor = torch.as_tensor(value)
         if op is ReduceOp.SUM and bool(tensor.any()):
             raise ValueError(f"A non-DistributedValues value {value} cannot be reduced with the given "
@@ -131,8 +131,8 @@ class Strategy:
     def _gather_leaf(self, value: Any, axis: int) -> Any:
         if not isinstance(value, DistributedValues):
             return value
-        return self._extended._gather_across_workers(
-            gather_components(list(value.values), axis, torch.device("cpu")), axis)
+        local = gather_components(list(value.values), axis, torch.device("cpu"))
+        return self._extended._communicator.all_gather([local], axis, note="gather")[0].tensor
 
     def experimental_local_results(self, value: Any) -> tuple:
         """The local replicas' components of ``value`` as a tuple (``(value,)`` if not distributed)."""

@@ -78,10 +78,8 @@ class CommunicationOptions:
 
 
 def _components(value: Any) -> List[torch.Tensor]:
-    if isinstance(value, DistributedValues):
+    if isinstance(value, DistributedValues):  # distributed variables included
         return list(value.values)
-    if hasattr(value, "_components"):
-        return [c.read_value() for c in value._components()]
     return [value]
 
 
@@ -159,6 +157,13 @@ class CrossDeviceOps(abc.ABC):
         """Returns one copy of ``tensor`` per destination."""
         return [tensor.to(d, copy=True) for d in destinations]
 
+    def _sum_gradients(self, grads: List[torch.Tensor], device: torch.device) -> torch.Tensor:
+        """One parameter's per-replica gradients summed on ``device`` (an optimizer step).
+
+        The caller releases ``grads`` afterwards, so an implementation may sum into them.
+        """
+        return self.reduce_implementation(ReduceOp.SUM, grads, [device])[0]
+
 
 class ReductionToOneDevice(CrossDeviceOps):
     """Sums on one device (the first destination by default), then copies the result out.
@@ -184,9 +189,21 @@ class ReductionToOneDevice(CrossDeviceOps):
         if self._accumulate is not None:
             total = self._accumulate([torch.as_tensor(t).to(device) for t in tensors])
             reduced = total / len(tensors) if op is ReduceOp.MEAN else total
-        else:
-            reduced = reduce_components(op, tensors, None, device)
-        return [reduced.to(d, copy=True) for d in destinations]
+            return [reduced.to(d, copy=True) for d in destinations]
+        reduced = reduce_components(op, tensors, None, device)  # a new tensor: the first copy is free
+        return [reduced if i == 0 and d == reduced.device else reduced.to(d, copy=True)
+                for i, d in enumerate(destinations)]
+
+    def _sum_gradients(self, grads: List[torch.Tensor], device: torch.device) -> torch.Tensor:
+        """The sum accumulated into the first gradient (no new buffer), when this class's own
+        ``reduce_implementation`` is the one in effect; a subclass's override is always called."""
+        own = type(self).reduce_implementation is ReductionToOneDevice.reduce_implementation
+        if not own or self._accumulate is not None or (self._device is not None and self._device != device):
+            return super()._sum_gradients(grads, device)
+        total = grads[0] if grads[0].device == device else grads[0].to(device)
+        for g in grads[1:]:
+            total.add_(g.to(device))
+        return total
 
 
 class _PackedAllReduce(ReductionToOneDevice):

@@ -1,10 +1,14 @@
-"""Differentiable in-process collectives: autograd functions whose backward is a collective.
+"""Differentiable collectives: autograd functions whose backward is a collective.
 
-The gradient of ``all_reduce(op, x)`` is ``all_reduce(op, upstream)``; the gradient of
-``all_gather(x, axis)`` is this replica's slice of ``all_reduce(SUM, upstream)``. The backward
-hands a ``GradientSync`` request to ``sync``: with several replicas that synchronises them again
-(on the replicas' threads, or on the helper threads of ``backward_relay.py``); with one it
-reduces in place.
+The one family for every strategy, in one process or across workers. The gradient of
+``all_reduce(op, x)`` is ``all_reduce(op, upstream)``; the gradient of ``all_gather(x, axis)``
+is this replica's slice of ``all_reduce(SUM, upstream)`` (``offset`` counts every replica
+before it, on this worker and the workers of lower rank). The backward hands a
+``GradientSync`` request to ``sync``: with several local replicas that synchronises them again
+(on the replicas' threads, or on the helper threads of ``backward_relay.py``); with one it is
+merged at once. Either way the strategy reduces
+the gradients as it reduces values: its ``CrossDeviceOps`` over the local replicas, then its
+``Communicator`` over the workers.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from distribute._core.devices import Device, canonicalize
 from distribute._core.distributed_variables import DistributedVariable, SyncOnReadVariable
 from distribute._base.nest import flatten, is_nested, map_structure, pack_sequence_as
 from distribute._base.reduce_op import ReduceOp
-from distribute._core.reduction import as_tensor, gather_components, reduce_components
+from distribute._core.gradients import is_distributed_variable, sum_component_grads
+from distribute._core.reduction import as_tensor, finish_mean, gather_components
 from distribute._core.replica_context import ValueContext
 from distribute._core.scope import CROSS_REPLICA_ERROR
 from distribute._core.values import DistributedValues, Mirrored, PerReplica, regroup, select_replica
@@ -91,16 +92,36 @@ class MultiReplicaExtended(InputExtended):
         return requests[0].merge(self, requests)
 
     def _reduce_to_replicas(self, op: ReduceOp, tensors: List[torch.Tensor]) -> List[torch.Tensor]:
-        reduced = reduce_components(op, tensors, None, tensors[0].device, **self._across_workers())
-        return [reduced.to(d, copy=True) for d in self._torch_devices()]
+        return self._all_reduce_leaves(op, [tensors], "gradient of a collective", copy=True)[0]
+
+    def _all_reduce_leaves(self, op: ReduceOp, leaves: List[List[torch.Tensor]], note: str,
+                           copy: bool = False) -> List[List[torch.Tensor]]:
+        """Each leaf's per-replica tensors reduced over every replica, one result per local device.
+
+        The ``CrossDeviceOps`` reduces the local replicas; with several workers it sums them on
+        one device, the ``Communicator`` sums those over the workers (all leaves in one exchange)
+        and the ops copy the result to every device. With one local device the communicator's
+        result is returned as it is unless ``copy`` (gradients must not hold its buffers).
+        """
+        ops, devices, communicator = self._cross_device_ops, self._torch_devices(), self._communicator
+        if communicator.num_workers == 1:
+            return [ops.reduce_implementation(op, tensors, devices) for tensors in leaves]
+        local = [tensors[0] if len(tensors) == 1 else  # one replica: nothing to reduce here
+                 ops.reduce_implementation(ReduceOp.SUM, tensors, [tensors[0].device])[0] for tensors in leaves]
+        totals = communicator.all_reduce(local, note=note)
+        n = self._num_replicas_in_sync
+        results = [finish_mean(total, n) if op is ReduceOp.MEAN else total for total in totals]
+        if not copy and len(devices) == 1:
+            return [[r if r.device == devices[0] else r.to(devices[0])] for r in results]
+        return [ops.broadcast_implementation(r, devices) for r in results]
 
     def _merge_all_reduce(self, requests: Sequence[AllReduce]) -> list:
         op, structure = requests[0].op, requests[0].value
         leaves = [flatten(r.value) for r in requests]
+        columns = [[as_tensor(leaf[j]).detach() for leaf in leaves] for j in range(len(leaves[0]))]
         out: List[list] = [[] for _ in requests]
-        for j in range(len(leaves[0])):
-            values = [as_tensor(leaf[j]).detach() for leaf in leaves]
-            for i, value in enumerate(self._reduce_to_replicas(op, values)):
+        for j, reduced in enumerate(self._all_reduce_leaves(op, columns, f"ReplicaContext.all_reduce({op.value})")):
+            for i, value in enumerate(reduced):
                 x = leaves[i][j]  # differentiable if grad mode was on in that replica (not in this driver)
                 needs_grad = requests[i].requires_grad and isinstance(x, torch.Tensor) and x.requires_grad
                 if needs_grad:
@@ -115,8 +136,8 @@ class MultiReplicaExtended(InputExtended):
         out: List[list] = [[] for _ in requests]
         for j in range(len(leaves[0])):
             values = [as_tensor(leaf[j]).detach() for leaf in leaves]
-            gathered = self._gather_across_workers(gather_components(values, axis, values[0].device), axis)
-            offset = 0
+            local = gather_components(values, axis, values[0].device)
+            gathered, offset = self._communicator.all_gather([local], axis, note="ReplicaContext.all_gather")[0]
             for i, device in enumerate(self._torch_devices()):
                 result, x = gathered.to(device, copy=True), leaves[i][j]
                 if requests[i].requires_grad and isinstance(x, torch.Tensor) and x.requires_grad:
@@ -162,6 +183,13 @@ class MultiReplicaExtended(InputExtended):
 
     def _replica_all_gather(self, ctx: Any, value: Any, axis: int, options: Any) -> Any:
         return self._collective(AllGather, axis, value)
+
+    def _reduce_gradients(self, params: Sequence[torch.Tensor], across_workers: bool = True) -> None:
+        """Sums each distributed parameter's per-replica gradients with the ``CrossDeviceOps``."""
+        total = self._cross_device_ops._sum_gradients
+        for p in params:
+            if is_distributed_variable(p):
+                sum_component_grads(p, total)
 
     # -- cross-replica hooks ----------------------------------------------------------
     def _destination_devices(self, destinations: Any) -> List[torch.device]:

@@ -21,21 +21,22 @@ from __future__ import annotations
 import copy
 import warnings
 import weakref
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 
-from distribute._core.devices import Device, canonicalize
-from distribute._base.nest import flatten, pack_sequence_as
 from distribute._base.reduce_op import ReduceOp
-from distribute._core.reduction import as_tensor, reduce_components
+from distribute._core.communicator import LOCAL, Communicator
+from distribute._core.devices import Device, canonicalize
+from distribute._core.distributed_variables import DistributedVariable
+from distribute._core.reduction import finish_mean
 from distribute._core.strategy import Strategy, _Scope
 from distribute._core.values import DistributedValues, Mirrored, PerReplica
 from distribute.cluster_resolver import (ClusterResolver, TFConfigClusterResolver, id_in_cluster, is_chief,
                                          validate_cluster_spec)
 from distribute.collectives.cross_device_ops import CommunicationImplementation, CommunicationOptions
+from distribute.collectives.communicator import ProcessGroupCommunicator
 from distribute.collectives.connect import connect
-from distribute.collectives.process_group import ProcessGroup
 from distribute.strategies.agreed_random import AgreedRandom
 from distribute.strategies.mirrored import MirroredExtended
 from distribute.strategies.replica_runner import ReplicaRunner
@@ -91,8 +92,8 @@ class MultiWorkerMirroredStrategy(Strategy):
 
     def _gather_leaf(self, value: Any, axis: int) -> Any:
         # With one local replica, `run` returns plain tensors; they are still one per worker.
-        if isinstance(value, torch.Tensor) and not getattr(value, "_is_distributed_variable", False) \
-                and getattr(self._extended, "_group", None) is not None:
+        if isinstance(value, torch.Tensor) and not isinstance(value, DistributedVariable) \
+                and self._extended._communicator.num_workers > 1:
             value = PerReplica([value])
         return super()._gather_leaf(value, axis)
 
@@ -169,12 +170,11 @@ class MultiWorkerMirroredExtended(MirroredExtended):
         self._running = 0
         self._random = AgreedRandom()
         self._module_parameter = False
-        self._group: Optional[ProcessGroup] = None
-        self._hooks: dict = {}
+        self._comm: Communicator = LOCAL
         if num_workers > 1 and task_type is not None and task_id is not None:
-            self._group = connect(spec, task_type, task_id, rendezvous_timeout=options.timeout_seconds,
-                                  collective_timeout=options.timeout_seconds, nccl=self._wants_nccl(devices))
-            self._hooks = {"across": self._across, "count_across": self._across}
+            group = connect(spec, task_type, task_id, rendezvous_timeout=options.timeout_seconds,
+                            collective_timeout=options.timeout_seconds, nccl=self._wants_nccl(devices))
+            self._comm = ProcessGroupCommunicator(group, options.timeout_seconds, options.bytes_per_pack)
 
     def _wants_nccl(self, devices: Tuple[Device, ...]) -> bool:
         implementation = self._communication_options.implementation
@@ -213,101 +213,60 @@ class MultiWorkerMirroredExtended(MirroredExtended):
         return self._num_workers, self._rank
 
     def _any_worker_has_data(self, local_has_data: bool) -> bool:
-        if self._group is None:
-            return bool(local_has_data)
-        return self._group.any_true(bool(local_has_data), note="has-data flag", timeout=self._timeout())
+        return self._comm.any_true(bool(local_has_data), note="has-data flag")
 
     def _agree_on_input_seed(self, seed: int) -> int:
-        if self._group is None:
-            return seed
         value = torch.tensor([int(seed)], dtype=torch.int64)
-        self._group.broadcast([value], note="input seed", src=0, timeout=self._timeout())
+        self._comm.broadcast([value], 0, note="input seed")
         return int(value.item())
 
     # -- collectives across workers ---------------------------------------------------------
-    def _timeout(self, options: Any = None) -> Optional[float]:
-        merged = self._communication_options.merge(options) if isinstance(options, CommunicationOptions) \
-            else self._communication_options
-        return merged.timeout_seconds
+    @property
+    def _communicator(self) -> Communicator:
+        """The workers' ``ProcessGroupCommunicator`` (``LOCAL`` for a cluster of one)."""
+        return self._comm
 
-    def _across_workers(self) -> dict:
-        return self._hooks
+    def _multi_worker(self) -> bool:
+        return self._comm.num_workers > 1
 
-    def _across(self, tensor: torch.Tensor) -> torch.Tensor:
-        return self._group.all_reduce([as_tensor(tensor)], note="cross-worker reduction",  # type: ignore[union-attr]
-                                      timeout=self._timeout())[0]
-
-    def _gather_across_workers(self, tensor: torch.Tensor, axis: int) -> torch.Tensor:
-        if self._group is None:
-            return tensor
-        return self._group.all_gather(tensor, axis, note="gather", timeout=self._timeout())
-
-    def _all_reduce_gradients(self, params: List[torch.Tensor]) -> None:
-        if self._group is None or not params:
+    def _reduce_gradients(self, params: Sequence[torch.Tensor], across_workers: bool = True) -> None:
+        """Sums the local replicas' gradients (``CrossDeviceOps``), then every worker's (in place)."""
+        super()._reduce_gradients(params)
+        if not across_workers or not self._multi_worker():
             return
         with _Disable():
             grads = [p.grad for p in params if p.grad is not None]
+        if not grads:
+            return
         if any(g.is_sparse for g in grads):
             raise TypeError("MultiWorkerMirroredStrategy all-reduces dense gradients only; a parameter has a "
                             "sparse gradient. Use a dense embedding (sparse=False).")
-        self._group.all_reduce(grads, note="gradients", timeout=self._timeout(), inplace=True,
-                               bytes_per_pack=self._communication_options.bytes_per_pack)
-
-    def _replica_all_reduce(self, ctx: Any, op: ReduceOp, value: Any, options: Any) -> Any:
-        if self._group is None or self._num_local_replicas > 1:
-            return super()._replica_all_reduce(ctx, op, value, options)
-        leaves = flatten(value)
-        tensors = [as_tensor(leaf) for leaf in leaves]
-        sums = self._group.all_reduce([t.detach() for t in tensors], note=f"ReplicaContext.all_reduce({op.value})",
-                                      timeout=self._timeout(options))
-        out = []
-        for x, total in zip(tensors, sums):
-            result = _finish_mean(total, self._num_replicas_in_sync) if op is ReduceOp.MEAN else total
-            if x.requires_grad and torch.is_grad_enabled():
-                result = _CrossWorkerSum.apply(x, result, self, op)
-            out.append(result)
-        return pack_sequence_as(value, out)
-
-    def _replica_all_gather(self, ctx: Any, value: Any, axis: int, options: Any) -> Any:
-        if self._group is None or self._num_local_replicas > 1:
-            return super()._replica_all_gather(ctx, value, axis, options)
-        out = []
-        for leaf in flatten(value):
-            x = as_tensor(leaf)
-            gathered, offset = self._group.all_gather(x, axis, note="ReplicaContext.all_gather",
-                                                      timeout=self._timeout(options), with_offset=True)
-            if x.requires_grad and torch.is_grad_enabled():
-                gathered = _CrossWorkerGather.apply(x, gathered, self, axis % x.dim(), offset)
-            out.append(gathered)
-        return pack_sequence_as(value, out)
+        self._comm.all_reduce(grads, note="gradients", inplace=True)
 
     def _reduce_to(self, op: ReduceOp, value: Any, destinations: Any, options: Any) -> Any:
-        if self._group is None or not _per_replica(value):
+        if not self._multi_worker() or not _per_replica(value):
             return super()._reduce_to(op, value, destinations, options)
         devices = self._destination_devices(destinations)
         total = self._local_sum(value, devices[0])
-        (total,) = self._group.all_reduce([total], note=f"reduce_to({op.value})", timeout=self._timeout(options))
+        (total,) = self._comm.all_reduce([total], note=f"reduce_to({op.value})", timeout=_timeout(options))
         return self._cross_device_ops.broadcast(self._finish(op, total), devices)
 
     def _batch_reduce_to(self, op: ReduceOp, pairs: list, options: Any) -> list:
-        if self._group is None or not any(_per_replica(v) for v, _ in pairs):
+        if not self._multi_worker() or not any(_per_replica(v) for v, _ in pairs):
             return super()._batch_reduce_to(op, pairs, options)
         reducible = [i for i, (v, _) in enumerate(pairs) if _per_replica(v)]
         devices = [self._destination_devices(pairs[i][1]) for i in reducible]
         totals = [self._local_sum(pairs[i][0], d[0]) for i, d in zip(reducible, devices)]
-        sums = self._group.all_reduce(totals, note=f"batch_reduce_to({op.value})", timeout=self._timeout(options),
-                                      bytes_per_pack=self._communication_options.bytes_per_pack)
+        sums = self._comm.all_reduce(totals, note=f"batch_reduce_to({op.value})", timeout=_timeout(options))
         results = {i: self._cross_device_ops.broadcast(self._finish(op, s), d)
                    for i, s, d in zip(reducible, sums, devices)}
         return [results[i] if i in results else self._reduce_to(op, v, d, options) for i, (v, d) in enumerate(pairs)]
 
-    def _local_sum(self, value: Any, device: torch.device) -> torch.Tensor:
-        components = list(value.values) if isinstance(value, DistributedValues) else [
-            c.read_value() for c in value._components()]
-        return reduce_components(ReduceOp.SUM, components, None, device)
+    def _local_sum(self, value: DistributedValues, device: torch.device) -> torch.Tensor:
+        return self._cross_device_ops.reduce_implementation(ReduceOp.SUM, list(value.values), [device])[0]
 
     def _finish(self, op: ReduceOp, total: torch.Tensor) -> torch.Tensor:
-        return _finish_mean(total, self._num_replicas_in_sync) if op is ReduceOp.MEAN else total.clone()
+        return finish_mean(total, self._num_replicas_in_sync) if op is ReduceOp.MEAN else total.clone()
 
     # -- running and variables --------------------------------------------------------------
     def _run(self, fn: Callable, args: Any, kwargs: dict) -> Any:
@@ -328,11 +287,10 @@ class MultiWorkerMirroredExtended(MirroredExtended):
 
     def _make_variable(self, kwargs: dict) -> Any:
         module_parameter, self._module_parameter = self._module_parameter, False
-        if self._group is not None and not self._running:  # before the constructor initialises it
-            self._random.agree(lambda states: self._group.broadcast(  # type: ignore[union-attr]
-                states, note="random generator states", src=0, timeout=self._timeout()))
+        if self._multi_worker() and not self._running:  # before the constructor initialises it
+            self._random.agree(lambda states: self._comm.broadcast(states, 0, note="random generator states"))
         variable = super()._make_variable(kwargs)
-        if self._group is not None:
+        if self._multi_worker():
             if self._running:
                 self._pending.append(weakref.ref(variable))
                 self._sync_variables()
@@ -351,7 +309,7 @@ class MultiWorkerMirroredExtended(MirroredExtended):
         """
         if pending is None:
             pending, self._pending = self._pending, []
-        if self._group is None or not pending:
+        if not self._multi_worker() or not pending:
             return
         variables = [v for v in (ref() for ref in pending) if v is not None]
         if not variables:
@@ -360,65 +318,28 @@ class MultiWorkerMirroredExtended(MirroredExtended):
         shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
         with _Disable():
             primaries = [torch.Tensor.detach(v) for v in variables]
-        self._group.broadcast(primaries, note=f"initial values of {len(names)} variable(s) ({shown})", src=0,
-                              timeout=self._timeout())
+        self._comm.broadcast(primaries, 0, note=f"initial values of {len(names)} variable(s) ({shown})")
         for variable in variables:
             variable._sync_from_primary()
 
     def __deepcopy__(self, memo: dict) -> "MultiWorkerMirroredExtended":
         result = object.__new__(type(self))
         memo[id(self)] = result
-        shared = ("_group", "_cluster_resolver", "_communication_options", "_pending", "_hooks")
+        shared = ("_comm", "_cluster_resolver", "_communication_options", "_pending")
         for key, value in self.__dict__.items():
             setattr(result, key, value if key in shared else copy.deepcopy(value, memo))
         result._pending = []
-        result._hooks = {"across": result._across, "count_across": result._across} if result._group else {}
         return result
 
 
 def _per_replica(value: Any) -> bool:
-    if isinstance(value, Mirrored):
-        return False
-    return isinstance(value, DistributedValues) or bool(getattr(value, "_is_sync_on_read", False))
+    """A value with one (different) component per replica: ``PerReplica``, a SyncOnRead variable."""
+    return isinstance(value, DistributedValues) and not isinstance(value, Mirrored)
 
 
-def _finish_mean(total: torch.Tensor, count: int) -> torch.Tensor:
-    if not (total.is_floating_point() or total.is_complex()):
-        total = total.to(torch.float64)
-    return total / count
-
-
-class _CrossWorkerSum(torch.autograd.Function):
-    """Identity on the reduced value; backward all-reduces the upstream gradient across workers."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, reduced: torch.Tensor, extended: Any, op: ReduceOp) -> torch.Tensor:
-        ctx.extended, ctx.op = extended, op
-        return reduced.clone()
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> Tuple[Any, ...]:
-        ext = ctx.extended
-        (total,) = ext._group.all_reduce([grad.contiguous()], note=f"gradient of all_reduce({ctx.op.value})",
-                                         timeout=ext._timeout())
-        result = total / ext._num_replicas_in_sync if ctx.op is ReduceOp.MEAN else total.clone()
-        return result, None, None, None
-
-
-class _CrossWorkerGather(torch.autograd.Function):
-    """Identity on the gathered value; backward takes this worker's slice of the summed gradient."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, gathered: torch.Tensor, extended: Any, axis: int,
-                offset: int) -> torch.Tensor:
-        ctx.extended, ctx.axis, ctx.offset, ctx.length = extended, axis, offset, x.shape[axis]
-        return gathered.clone()
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> Tuple[Any, ...]:
-        ext = ctx.extended
-        (total,) = ext._group.all_reduce([grad.contiguous()], note="gradient of all_gather", timeout=ext._timeout())
-        return total.narrow(ctx.axis, ctx.offset, ctx.length).clone(), None, None, None, None
+def _timeout(options: Any) -> Optional[float]:
+    """The per-call timeout of ``options`` (None: the strategy's ``CommunicationOptions``)."""
+    return options.timeout_seconds if isinstance(options, CommunicationOptions) else None
 
 
 class ExperimentalMultiWorkerMirroredStrategy(MultiWorkerMirroredStrategy):

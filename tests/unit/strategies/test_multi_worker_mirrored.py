@@ -16,6 +16,7 @@ import torch
 import distribute
 from distribute.cluster_resolver import (ClusterConfigError, ClusterSpec, SimpleClusterResolver,
                                          TFConfigClusterResolver)
+from distribute._core.communicator import LOCAL
 from distribute.collectives.cross_device_ops import CommunicationImplementation, CommunicationOptions
 from distribute.collectives.failures import RendezvousTimeoutError
 from distribute.strategies.multi_worker_mirrored import MultiWorkerMirroredExtended, MultiWorkerMirroredStrategy
@@ -89,7 +90,7 @@ def test_cluster_rules() -> None:
 def test_one_worker_cluster_needs_no_process_group() -> None:
     strategy = MultiWorkerMirroredStrategy(one_worker_cluster())
     ext = strategy.extended
-    assert strategy.num_replicas_in_sync == 1 and ext._group is None
+    assert strategy.num_replicas_in_sync == 1 and ext._communicator is LOCAL
     assert ext.worker_devices == ("/job:worker/replica:0/task:0/device:CPU:0",)
     assert (ext.task_type, ext.task_id) == ("worker", 0)
     assert ext.should_checkpoint and not ext._in_multi_worker_mode()

@@ -104,7 +104,7 @@ def mismatches(strategy: MultiWorkerMirroredStrategy, rank: int) -> None:
         params = list(model.parameters()) + ([extra] if rank == 1 else [])
         loss = model(torch.ones(1, 3)).sum() + extra.sum()
         loss.backward()
-        ctx().merge_call(lambda s: s.extended._all_reduce_gradients(params))
+        ctx().merge_call(lambda s: s.extended._reduce_gradients(params))
 
     expect_error("gradients", strategy, uneven_grads)
     value = strategy.reduce("sum", strategy.run(lambda: torch.tensor(float(rank + 1))), axis=None)
@@ -140,7 +140,7 @@ def main() -> None:
     steps = 4 if mode == "extra_step" and rank == 1 else 3
     train(strategy, step, steps, 2 if rank == failing else -1, fail if rank == failing else nothing)
     if mode == "freeze" and rank != failing:
-        os.kill(strategy.extended._group._records[failing]["pid"], signal.SIGKILL)
+        os.kill(strategy.extended._communicator.group._records[failing]["pid"], signal.SIGKILL)
 
 
 if __name__ == "__main__":
