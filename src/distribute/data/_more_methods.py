@@ -18,7 +18,7 @@ from distribute.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from distribute.data.dataset import Dataset
 
-__all__ = ["InspectionMethods", "MoreSources", "MoreTransformations"]
+__all__ = ["InspectionMethods", "MoreSources", "MoreTransformations", "SavingMethods"]
 
 
 class InspectionMethods:
@@ -190,6 +190,47 @@ class MoreTransformations:
         from distribute.data.ops.ignore_errors import IgnoreErrorsDataset
 
         return IgnoreErrorsDataset(self, log_warning, name=name)
+
+
+class SavingMethods:
+    """save, load, snapshot (the format: docs/data.md, "Saved datasets")."""
+
+    def save(self, path: Any, compression: Any = None, shard_func: Optional[Callable[..., Any]] = None,
+             checkpoint_args: Any = None) -> None:
+        """Writes the elements to the directory ``path`` (read them with :meth:`load`).
+
+        Example:
+            >>> Dataset.range(3).save("/tmp/saved")
+            >>> [int(x) for x in Dataset.load("/tmp/saved")]
+            [0, 1, 2]
+        """
+        from distribute.data.ops.save_load import save
+
+        save(self, path, compression, shard_func, checkpoint_args)
+
+    @staticmethod
+    def load(path: Any, element_spec: Any = None, compression: Any = None,
+             reader_func: Optional[Callable[["Dataset"], "Dataset"]] = None) -> "Dataset":
+        """The dataset saved in ``path`` by :meth:`save` (checksums verified while reading).
+
+        Example:
+            >>> ds = Dataset.load("/tmp/saved")
+        """
+        from distribute.data.ops.save_load import LoadDataset
+
+        return LoadDataset(path, element_spec, compression, reader_func)
+
+    def snapshot(self, path: Any, compression: Any = "AUTO",
+                 reader_func: Optional[Callable[["Dataset"], "Dataset"]] = None,
+                 shard_func: Optional[Callable[..., Any]] = None, name: Optional[str] = None) -> "Dataset":
+        """Writes the elements under ``path`` on the first full iteration; reads them after.
+
+        Example:
+            >>> ds = Dataset.range(5).map(lambda x: x * x).snapshot("/tmp/snap")
+        """
+        from distribute.data.ops.snapshot import SnapshotDataset
+
+        return SnapshotDataset(self, path, compression, reader_func, shard_func, name=name)
 
 
 class MoreSources:

@@ -24,7 +24,9 @@ from typing import Any, Callable, Iterator as PyIterator, Optional, Sequence, Tu
 import torch
 
 from distribute.data import _structure
-from distribute.data._more_methods import InspectionMethods, MoreSources, MoreTransformations
+from distribute.data._more_methods import (
+    InspectionMethods, MoreSources, MoreTransformations, SavingMethods,
+)
 from distribute.data._common import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from distribute.data.iterator import IterContext, Iterator, IteratorImpl, mix
 from distribute.data.options import Options
@@ -35,7 +37,7 @@ __all__ = ["Dataset", "UnaryDataset"]
 _UNSET = object()
 
 
-class Dataset(InspectionMethods, MoreTransformations, MoreSources):
+class Dataset(InspectionMethods, MoreTransformations, MoreSources, SavingMethods):
     """A ``tf.data``-style dataset: a sequence of elements (nested structures of tensors).
 
     Example:

@@ -31,9 +31,12 @@ __all__ = [
     "get_single_element",
     "group_by_window",
     "ignore_errors",
+    "load",
     "rejection_resample",
     "sample_from_datasets",
+    "save",
     "scan",
+    "snapshot",
     "take_while",
     "unbatch",
     "unique",
@@ -132,3 +135,21 @@ def unbatch() -> Transformation:
 def enumerate_dataset(start: int = 0) -> Transformation:
     """For ``apply``: ``Dataset.enumerate``."""
     return lambda ds: ds.enumerate(start)
+
+
+def save(dataset: Any, path: Any, compression: Any = None, shard_func: Optional[Callable[..., Any]] = None,
+         checkpoint_args: Any = None) -> None:
+    """``dataset.save(path, ...)``."""
+    dataset.save(path, compression, shard_func, checkpoint_args)
+
+
+def load(path: Any, element_spec: Any = None, compression: Any = None,
+         reader_func: Optional[Callable[[Any], Any]] = None) -> Any:
+    """``Dataset.load(path, ...)``."""
+    return _dataset().load(path, element_spec, compression, reader_func)
+
+
+def snapshot(path: Any, compression: Any = "AUTO", reader_func: Optional[Callable[[Any], Any]] = None,
+             shard_func: Optional[Callable[..., Any]] = None) -> Transformation:
+    """For ``apply``: ``Dataset.snapshot``."""
+    return lambda ds: ds.snapshot(path, compression, reader_func, shard_func)

@@ -39,3 +39,10 @@ def test_transformations_for_apply():
     assert values(failing.apply(experimental.ignore_errors())) == [1]
     pairs = ds.apply(experimental.rejection_resample(lambda x: x % 2, [0.5, 0.5], seed=1))
     assert all(int(k) == int(v) % 2 for k, v in pairs)
+
+
+def test_save_load_snapshot(tmp_path):
+    experimental.save(Dataset.range(4), tmp_path / "s")
+    assert values(experimental.load(tmp_path / "s")) == [0, 1, 2, 3]
+    snap = Dataset.range(3).apply(experimental.snapshot(str(tmp_path / "snap")))
+    assert values(snap) == values(snap) == [0, 1, 2]
