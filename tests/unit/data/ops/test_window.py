@@ -79,3 +79,17 @@ def test_non_integer_arguments_raise_type_error():
 def test_flat_mapped_windows_restore_mid_stream(kwargs):
     assert_restores(lambda: Dataset.range(11).window(**kwargs).flat_map(lambda w: w.batch(3)))
     assert_restores(lambda: Dataset.range(11).window(**kwargs).flat_map(lambda w: w))
+
+
+def test_flat_map_over_windows_infers_its_spec_without_reading_the_input():
+    calls = []
+
+    def generate():
+        calls.append(1)
+        yield from range(7)
+
+    source = Dataset.from_generator(generate, output_signature=TensorSpec((), torch.int64))
+    batched = source.window(3).flat_map(lambda w: w.batch(3, drop_remainder=True))
+    assert batched.element_spec == TensorSpec((3,), torch.int64)
+    assert source.window(3).flat_map(lambda w: w.batch(3)).element_spec == TensorSpec((None,), torch.int64)
+    assert calls == []  # placeholder windows, as tf.data traces the function
