@@ -210,15 +210,16 @@ class SavingMethods:
 
     @staticmethod
     def load(path: Any, element_spec: Any = None, compression: Any = None,
-             reader_func: Optional[Callable[["Dataset"], "Dataset"]] = None) -> "Dataset":
-        """The dataset saved in ``path`` by :meth:`save` (checksums verified while reading).
+             reader_func: Optional[Callable[["Dataset"], "Dataset"]] = None, wait: bool = False) -> "Dataset":
+        """The dataset saved in ``path`` by :meth:`save` (checksums verified while reading);
+        with ``wait``, waits until a save (from another thread or process) has finished.
 
         Example:
             >>> ds = Dataset.load("/tmp/saved")
         """
         from distribute.data.ops.save_load import LoadDataset
 
-        return LoadDataset(path, element_spec, compression, reader_func)
+        return LoadDataset(path, element_spec, compression, reader_func, wait)
 
     def snapshot(self, path: Any, compression: Any = "AUTO",
                  reader_func: Optional[Callable[["Dataset"], "Dataset"]] = None,

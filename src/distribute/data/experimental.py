@@ -144,9 +144,9 @@ def save(dataset: Any, path: Any, compression: Any = None, shard_func: Optional[
 
 
 def load(path: Any, element_spec: Any = None, compression: Any = None,
-         reader_func: Optional[Callable[[Any], Any]] = None) -> Any:
+         reader_func: Optional[Callable[[Any], Any]] = None, wait: bool = False) -> Any:
     """``Dataset.load(path, ...)``."""
-    return _dataset().load(path, element_spec, compression, reader_func)
+    return _dataset().load(path, element_spec, compression, reader_func, wait)
 
 
 def snapshot(path: Any, compression: Any = "AUTO", reader_func: Optional[Callable[[Any], Any]] = None,

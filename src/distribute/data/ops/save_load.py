@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
-from distribute.data._common import END, check_callable
+from distribute.data._common import END, check_bool, check_callable
 from distribute.data.dataset import Dataset
 from distribute.data.iterator import IterContext, IteratorImpl
 from distribute.data.ops import _saved_format as fmt
@@ -25,6 +26,8 @@ from distribute.data.readers.tfrecord_writer import TFRecordWriter
 from distribute.errors import DataLossError, InvalidArgumentError
 
 __all__ = ["LoadDataset", "ShardWriters", "check_save_compression", "save"]
+
+_WAIT_POLL_S = 0.05
 
 
 def check_save_compression(compression: Any) -> str:
@@ -177,15 +180,18 @@ class _ShardDataset(Dataset):
 
 
 class LoadDataset(Dataset):
-    """``Dataset.load(path, element_spec, compression, reader_func)``; attribute ``path``."""
+    """``Dataset.load(path, element_spec, compression, reader_func, wait)``; attribute ``path``."""
 
     _op = "load"
     _runs_python = True
 
     def __init__(self, path: Any, element_spec: Any = None, compression: Any = None,
-                 reader_func: Optional[Callable[[Dataset], Dataset]] = None,
+                 reader_func: Optional[Callable[[Dataset], Dataset]] = None, wait: bool = False,
                  name: Optional[str] = None) -> None:
         self.path = os.fspath(path)
+        if check_bool("wait", wait):
+            while not os.path.isfile(os.path.join(self.path, fmt.MANIFEST)):
+                time.sleep(_WAIT_POLL_S)
         manifest = fmt.read_manifest(self.path)
         saved_spec = fmt.spec_from_json(manifest["element_spec"])
         if element_spec is not None and element_spec != saved_spec:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 
 import pytest
 import torch
@@ -143,3 +144,14 @@ def test_snapshot_interrupted_iteration_publishes_nothing_and_restores(tmp_path)
     assert_restores(lambda: Dataset.range(30).snapshot(tmp_path / "snap"))  # reading restores too
     with pytest.raises(InvalidArgumentError, match="compression"):
         Dataset.range(3).snapshot(tmp_path / "x", compression="SNAPPY")
+
+
+def test_load_wait_waits_for_a_save_to_finish(tmp_path):
+    saver = threading.Timer(0.2, lambda: Dataset.range(3).save(tmp_path / "late"))
+    saver.start()
+    try:
+        assert values(Dataset.load(tmp_path / "late", wait=True)) == [0, 1, 2]
+    finally:
+        saver.join()
+    with pytest.raises(TypeError, match="wait"):
+        Dataset.load(tmp_path / "late", wait="yes")
