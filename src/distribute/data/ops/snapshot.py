@@ -2,7 +2,8 @@
 
 The snapshot of a pipeline lives in ``path/<fingerprint>``, in the format of
 ``Dataset.save``; the fingerprint hashes the pipeline (each node's kind, element_spec and
-parameters, and the bytecode and constants of its functions), so a changed pipeline writes
+parameters, the contents of its in-memory tensors, and the bytecode and constants of its
+functions), so a changed pipeline writes
 a new snapshot. An iteration that finds a complete snapshot reads it; otherwise it passes the
 input's elements through while writing them, and publishes the snapshot (atomically) when it
 reaches the end. An interrupted iteration publishes nothing.
@@ -20,6 +21,9 @@ import os
 import types
 from typing import Any, Callable, Dict, Optional
 
+import numpy as np
+import torch
+
 from distribute.data._common import END, check_callable
 from distribute.data.dataset import Dataset, UnaryDataset
 from distribute.data.iterator import IterContext, IteratorImpl
@@ -30,6 +34,14 @@ __all__ = ["SnapshotDataset", "fingerprint"]
 
 
 def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        data = value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        return f"tensor({value.dtype},{tuple(value.shape)},{hashlib.sha256(data).hexdigest()})"
+    if isinstance(value, np.ndarray):
+        data = repr(value.tolist()).encode() if value.dtype == object else value.tobytes()
+        return f"array({value.dtype},{value.shape},{hashlib.sha256(data).hexdigest()})"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k!r}:{_describe(v)}" for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))) + "}"
     if isinstance(value, types.FunctionType):
         code = value.__code__
         return f"fn({code.co_code.hex()},{code.co_consts!r},{code.co_names!r})"

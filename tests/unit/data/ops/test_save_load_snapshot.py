@@ -155,3 +155,11 @@ def test_load_wait_waits_for_a_save_to_finish(tmp_path):
         saver.join()
     with pytest.raises(TypeError, match="wait"):
         Dataset.load(tmp_path / "late", wait="yes")
+
+
+def test_snapshot_fingerprint_sees_the_data(tmp_path):
+    first = Dataset.from_tensor_slices(torch.tensor([1, 2, 3])).snapshot(tmp_path / "snap")
+    second = Dataset.from_tensor_slices(torch.tensor([4, 5, 6])).snapshot(tmp_path / "snap")
+    assert values(first) == [1, 2, 3] and values(second) == [4, 5, 6]
+    assert values(first) == [1, 2, 3] and values(second) == [4, 5, 6]
+    assert len(os.listdir(tmp_path / "snap")) == 2
