@@ -24,7 +24,7 @@ __all__ = ["InspectionMethods", "MoreSources", "MoreTransformations", "SavingMet
 class InspectionMethods:
     """Methods that read the elements: ``as_numpy_iterator``, ``reduce``, ``get_single_element``."""
 
-    def as_numpy_iterator(self) -> PyIterator[Any]:
+    def as_numpy_iterator(self: "Dataset") -> PyIterator[Any]:
         """Iterates the elements as numpy arrays (strings stay ``bytes``).
 
         Example:
@@ -40,7 +40,7 @@ class InspectionMethods:
         for element in self:
             yield nest.map_structure(to_numpy, element) if nest.is_nested(element) else to_numpy(element)
 
-    def reduce(self, initial_state: Any, reduce_func: Callable[[Any, Any], Any]) -> Any:
+    def reduce(self: "Dataset", initial_state: Any, reduce_func: Callable[[Any, Any], Any]) -> Any:
         """Folds the elements into one value: ``state = reduce_func(state, element)``.
 
         Example:
@@ -56,7 +56,7 @@ class InspectionMethods:
             state = _structure.normalize(result, "reduce_func's result")
         return state
 
-    def get_single_element(self, name: Optional[str] = None) -> Any:
+    def get_single_element(self: "Dataset", name: Optional[str] = None) -> Any:
         """The only element; InvalidArgumentError if the dataset is empty or has more.
 
         Example:
@@ -76,7 +76,7 @@ class MoreTransformations:
     """take_while, scan, unique, window, group_by_window, bucket_by_sequence_length,
     rejection_resample, rebatch, ignore_errors."""
 
-    def take_while(self, predicate: Callable[..., Any], name: Optional[str] = None) -> "Dataset":
+    def take_while(self: "Dataset", predicate: Callable[..., Any], name: Optional[str] = None) -> "Dataset":
         """The elements until ``predicate`` is first false.
 
         Example:
@@ -87,7 +87,7 @@ class MoreTransformations:
 
         return TakeWhileDataset(self, predicate, name=name)
 
-    def scan(self, initial_state: Any, scan_func: Callable[[Any, Any], Any],
+    def scan(self: "Dataset", initial_state: Any, scan_func: Callable[[Any, Any], Any],
              name: Optional[str] = None) -> "Dataset":
         """A running state: ``scan_func(state, element)`` returns ``(new_state, output)``.
 
@@ -99,7 +99,7 @@ class MoreTransformations:
 
         return ScanDataset(self, initial_state, scan_func, name=name)
 
-    def unique(self, name: Optional[str] = None) -> "Dataset":
+    def unique(self: "Dataset", name: Optional[str] = None) -> "Dataset":
         """Each distinct element once (int32, int64 or string elements of one component).
 
         Example:
@@ -110,7 +110,7 @@ class MoreTransformations:
 
         return UniqueDataset(self, name=name)
 
-    def window(self, size: int, shift: Optional[int] = None, stride: int = 1,
+    def window(self: "Dataset", size: int, shift: Optional[int] = None, stride: int = 1,
                drop_remainder: bool = False, name: Optional[str] = None) -> "Dataset":
         """Windows of ``size`` elements every ``shift``, each a structure of datasets.
 
@@ -123,7 +123,7 @@ class MoreTransformations:
 
         return WindowDataset(self, size, shift, stride, drop_remainder, name=name)
 
-    def group_by_window(self, key_func: Callable[..., Any], reduce_func: Callable[[Any, Any], "Dataset"],
+    def group_by_window(self: "Dataset", key_func: Callable[..., Any], reduce_func: Callable[[Any, Any], "Dataset"],
                         window_size: Optional[int] = None,
                         window_size_func: Optional[Callable[[Any], Any]] = None,
                         name: Optional[str] = None) -> "Dataset":
@@ -156,7 +156,7 @@ class MoreTransformations:
             self, element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes,
             padding_values, pad_to_bucket_boundary, no_padding, drop_remainder, name)
 
-    def rejection_resample(self, class_func: Callable[..., Any], target_dist: Any,
+    def rejection_resample(self: "Dataset", class_func: Callable[..., Any], target_dist: Any,
                            initial_dist: Any = None, seed: Optional[int] = None,
                            name: Optional[str] = None) -> "Dataset":
         """``(class, element)`` pairs resampled towards ``target_dist`` (rejection sampling).
@@ -168,7 +168,7 @@ class MoreTransformations:
 
         return RejectionResampleDataset(self, class_func, target_dist, initial_dist, seed, name=name)
 
-    def rebatch(self, batch_size: Any, drop_remainder: bool = False, name: Optional[str] = None) -> "Dataset":
+    def rebatch(self: "Dataset", batch_size: Any, drop_remainder: bool = False, name: Optional[str] = None) -> "Dataset":
         """``unbatch().batch(batch_size)``; a list of sizes is cycled through.
 
         Example:
@@ -179,7 +179,7 @@ class MoreTransformations:
 
         return RebatchDataset(self, batch_size, drop_remainder, name=name)
 
-    def ignore_errors(self, log_warning: bool = False, name: Optional[str] = None) -> "Dataset":
+    def ignore_errors(self: "Dataset", log_warning: bool = False, name: Optional[str] = None) -> "Dataset":
         """Drops the elements whose computation raised an exception.
 
         Example:
@@ -195,7 +195,7 @@ class MoreTransformations:
 class SavingMethods:
     """save, load, snapshot (the format: docs/data.md, "Saved datasets")."""
 
-    def save(self, path: Any, compression: Any = None, shard_func: Optional[Callable[..., Any]] = None,
+    def save(self: "Dataset", path: Any, compression: Any = None, shard_func: Optional[Callable[..., Any]] = None,
              checkpoint_args: Any = None) -> None:
         """Writes the elements to the directory ``path`` (read them with :meth:`load`).
 
@@ -221,7 +221,7 @@ class SavingMethods:
 
         return LoadDataset(path, element_spec, compression, reader_func, wait)
 
-    def snapshot(self, path: Any, compression: Any = "AUTO",
+    def snapshot(self: "Dataset", path: Any, compression: Any = "AUTO",
                  reader_func: Optional[Callable[["Dataset"], "Dataset"]] = None,
                  shard_func: Optional[Callable[..., Any]] = None, name: Optional[str] = None) -> "Dataset":
         """Writes the elements under ``path`` on the first full iteration; reads them after.

@@ -78,8 +78,9 @@ def bucket_by_sequence_length(
             f"`len(bucket_batch_sizes)` must equal `len(bucket_boundaries) + 1` but "
             f"`len(bucket_batch_sizes)={len(sizes)}` and `len(bucket_boundaries)={len(boundaries)}`."
         )
-    pad_to_bucket_boundary = check_bool("pad_to_bucket_boundary", pad_to_bucket_boundary)
-    no_padding, drop_remainder = check_bool("no_padding", no_padding), check_bool("drop_remainder", drop_remainder)
+    pad_to_bucket_boundary = bool(check_bool("pad_to_bucket_boundary", pad_to_bucket_boundary))
+    no_padding = bool(check_bool("no_padding", no_padding))
+    drop_remainder = bool(check_bool("drop_remainder", drop_remainder))
     spec = dataset.element_spec
 
     def key_func(*element: Any) -> torch.Tensor:

@@ -174,6 +174,7 @@ class GroupByWindowDataset(UnaryDataset):
     def _window_size(self, key: int) -> int:
         if self.window_size is not None:
             return self.window_size
+        assert self.window_size_func is not None  # one of the two is given (checked in __init__)
         size = _call(self.window_size_func, torch.tensor(key), what="window_size_func")
         return self._check_size(_as_key(size, "window_size_func"))
 

@@ -110,7 +110,8 @@ def _check_weights(weights: Any, n: int) -> Any:
         return [1.0 / n] * n
     if isinstance(weights, Dataset):
         spec = weights.element_spec
-        if not isinstance(spec, TensorSpec) or not spec.dtype.is_floating_point or spec.shape not in ((n,), (None,)):
+        floats = isinstance(spec, TensorSpec) and isinstance(spec.dtype, torch.dtype) and spec.dtype.is_floating_point
+        if not floats or spec.shape not in ((n,), (None,)):
             raise TypeError(f"Invalid `weights`. A `weights` dataset must have float vector elements "
                             f"of length {n} (one weight per dataset); its spec is {spec}.")
         return weights

@@ -214,7 +214,7 @@ class LoadDataset(Dataset):
         if not self._shards:
             return _EmptyDataset(self._spec)
         if self.reader_func is None:
-            pipeline = self._shards[0]
+            pipeline: Dataset = self._shards[0]
             for shard in self._shards[1:]:
                 pipeline = pipeline.concatenate(shard)
             return pipeline

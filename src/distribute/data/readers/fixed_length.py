@@ -57,6 +57,7 @@ class FixedLengthReader(RecordReader):
         return size - self._footer
 
     def _read_plain(self) -> bytes:
+        assert self._end is not None  # plain files know their end
         want = min(self._chunk, self._end - self.offset)
         data = self._stream.read(want) if want > 0 else b""
         if len(data) < want:
