@@ -31,7 +31,7 @@ from distribute.data.dataset import Dataset
 from distribute.data.iterator import Iterator
 from distribute.data.optional import Optional
 from distribute.data.options import AutoShardPolicy, DistributeOptions, OptimizationOptions, Options
-from distribute.data.readers import TextLineDataset, TFRecordDataset, TFRecordWriter
+from distribute.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset, TFRecordWriter
 
 __all__ = [
     "AUTOTUNE",
@@ -39,6 +39,7 @@ __all__ = [
     "Dataset",
     "DatasetSpec",
     "DistributeOptions",
+    "FixedLengthRecordDataset",
     "INFINITE_CARDINALITY",
     "Iterator",
     "NoneTensorSpec",

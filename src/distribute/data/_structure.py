@@ -66,6 +66,17 @@ def register_dataset_type(cls: type) -> None:
     _DATASET_TYPES = (cls,)
 
 
+_SAVABLE_DATASET: Any = None  # (class, rebuild): datasets that are plain lists of elements
+
+
+def register_savable_dataset(cls: type, rebuild: Callable[[List[Any], Any], Any]) -> None:
+    """Makes instances of ``cls`` (a dataset over a list of elements, kept in ``elements``:
+    the windows of ``window`` and ``group_by_window``) savable in iterator states;
+    ``rebuild(elements, element_spec)`` makes one again on restore."""
+    global _SAVABLE_DATASET
+    _SAVABLE_DATASET = (cls, rebuild)
+
+
 def _is_dataset(value: Any) -> bool:
     return isinstance(value, _DATASET_TYPES)
 
@@ -379,6 +390,8 @@ def _encode_leaf(leaf: Any) -> Any:
         return leaf.detach().clone()
     if leaf is None:
         return {"none": True}
+    if _SAVABLE_DATASET is not None and isinstance(leaf, _SAVABLE_DATASET[0]):
+        return {"dataset_elements": [encode(e) for e in leaf.elements]}
     if _is_dataset(leaf) or is_dataset_array(leaf):
         raise InvalidArgumentError(
             "The iterator's state would have to hold an element that is a Dataset, which is "
@@ -390,9 +403,12 @@ def _encode_leaf(leaf: Any) -> Any:
     return {"strings": [b.decode("latin-1") for b in leaf.reshape(-1)], "shape": list(leaf.shape)}
 
 
-def _decode_leaf(value: Any) -> Any:
+def _decode_leaf(value: Any, spec: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value
+    if "dataset_elements" in value:
+        inner = spec.element_spec
+        return _SAVABLE_DATASET[1]([decode(e, inner) for e in value["dataset_elements"]], inner)
     if "none" in value:
         return None
     if "bytes" in value:
@@ -407,5 +423,6 @@ def encode(element: Any) -> List[Any]:
 
 def decode(encoded: Sequence[Any], template: Any) -> Any:
     """Rebuilds an element saved by :func:`encode`; ``template`` is its element_spec."""
-    leaves = [_decode_leaf(v) for v in encoded]
+    specs = nest.flatten(template)
+    leaves = [_decode_leaf(v, s) for v, s in zip(encoded, specs)]
     return nest.pack_sequence_as(template, leaves)

@@ -23,9 +23,11 @@ from typing import Any, Callable, Iterator as PyIterator, Optional, Sequence, Tu
 
 import torch
 
-from distribute._base import nest
 from distribute.data import _structure
-from distribute.data._common import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, user_stop_error
+from distribute.data._more_methods import (
+    InspectionMethods, MoreSources, MoreTransformations, SavingMethods,
+)
+from distribute.data._common import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from distribute.data.iterator import IterContext, Iterator, IteratorImpl, mix
 from distribute.data.options import Options
 from distribute.errors import InvalidArgumentError
@@ -35,7 +37,7 @@ __all__ = ["Dataset", "UnaryDataset"]
 _UNSET = object()
 
 
-class Dataset:
+class Dataset(InspectionMethods, MoreTransformations, MoreSources, SavingMethods):
     """A ``tf.data``-style dataset: a sequence of elements (nested structures of tensors).
 
     Example:
@@ -176,38 +178,6 @@ class Dataset:
     def __repr__(self) -> str:
         spec = "<not computed>" if self._spec_cache is _UNSET else repr(self._spec_cache)
         return f"<{type(self).__name__} element_spec={spec}>"
-
-    def as_numpy_iterator(self) -> PyIterator[Any]:
-        """Iterates the elements as numpy arrays (strings stay ``bytes``).
-
-        Example:
-            >>> list(Dataset.range(3).as_numpy_iterator())
-            [0, 1, 2]
-        """
-        def to_numpy(leaf: Any) -> Any:
-            if isinstance(leaf, torch.Tensor):
-                array = leaf.detach().cpu().numpy()
-                return array[()] if array.ndim == 0 else array
-            return leaf
-
-        for element in self:
-            yield nest.map_structure(to_numpy, element) if nest.is_nested(element) else to_numpy(element)
-
-    def reduce(self, initial_state: Any, reduce_func: Callable[[Any, Any], Any]) -> Any:
-        """Folds the elements into one value: ``state = reduce_func(state, element)``.
-
-        Example:
-            >>> int(Dataset.range(5).reduce(0, lambda s, x: s + x))
-            10
-        """
-        state = _structure.normalize(initial_state, "reduce's initial_state")
-        for element in self:
-            try:
-                result = reduce_func(state, element)
-            except StopIteration as exc:
-                raise user_stop_error(exc, "reduce_func") from exc
-            state = _structure.normalize(result, "reduce_func's result")
-        return state
 
     # ----------------------------------------------------------------- sources
     @staticmethod

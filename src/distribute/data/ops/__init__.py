@@ -30,3 +30,18 @@ from distribute.data.ops import (  # noqa: F401  (imported so that `ops.<name>` 
     with_options,
     zip,
 )
+from distribute.data.ops import (  # noqa: F401,E402  (the nodes of issue 18)
+    bucket,
+    group_by_window,
+    ignore_errors,
+    random,
+    rebatch,
+    rejection_resample,
+    sample,
+    save_load,
+    scan,
+    snapshot,
+    take_while,
+    unique,
+    window,
+)

@@ -54,7 +54,11 @@ def _placeholder_leaf(spec: Any, variant: int) -> Any:
     if isinstance(spec, NoneTensorSpec):
         return None
     if isinstance(spec, DatasetSpec):
-        raise TypeError("no placeholder for a dataset component: the first element is used")
+        if spec.shape:
+            raise TypeError("no placeholder for an array of datasets: the first element is used")
+        from distribute.data.ops._elements import ElementsDataset  # local: it imports dataset.py
+
+        return ElementsDataset([placeholder(spec.element_spec, variant)], spec.element_spec)
     shape = spec.shape if spec.shape is not None else ()
     dims = [variant if d is None else d for d in shape]
     if spec.dtype is string:

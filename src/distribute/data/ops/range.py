@@ -19,7 +19,7 @@ __all__ = ["RangeDataset"]
 
 
 class _RangeAccess(RandomAccess):
-    def __init__(self, start: int, step: int, length: int, dtype: torch.dtype) -> None:
+    def __init__(self, start: int, step: int, length: Optional[int], dtype: Any) -> None:
         self.start, self.step, self.length, self.dtype = start, step, length, dtype
 
     def rows(self, start: int, stop: int) -> torch.Tensor:
