@@ -37,3 +37,18 @@ def test_every_public_name_resolves():
 def test_package_docstring_carries_the_glossary():
     for term in ("replica", "worker", "cross-replica context", "mirrored", "sync-on-read"):
         assert term in distribute.__doc__
+
+
+def test_public_api_matches_the_golden_file():
+    """Every public name of every namespace with its signature; a deliberate change rewrites
+    the file: ``PYTHONPATH=src python tests/api_golden.py > tests/golden_api.txt``."""
+    from pathlib import Path
+
+    from api_golden import golden_lines
+
+    golden = (Path(__file__).parent / "golden_api.txt").read_text().splitlines()
+    now = golden_lines()
+    added = sorted(set(now) - set(golden))
+    removed = sorted(set(golden) - set(now))
+    assert not added and not removed, f"public API changed; added: {added}; removed: {removed}"
+    assert now == golden, "public API order changed; regenerate tests/golden_api.txt"
