@@ -6,7 +6,7 @@ alike: what was expected, what was received (``name=value``) and how to fix it.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Literal, Optional, overload
 
 from distribute.errors import InvalidArgumentError
 
@@ -85,6 +85,10 @@ def check_positive_or_autotune(name: str, value: Any, allow_none: bool = True) -
     return value
 
 
+@overload
+def check_bool(name: str, value: Any, allow_none: Literal[False] = False) -> bool: ...
+@overload
+def check_bool(name: str, value: Any, allow_none: bool) -> Optional[bool]: ...
 def check_bool(name: str, value: Any, allow_none: bool = False) -> Optional[bool]:
     """Returns ``value`` if it is a bool (or None when allowed), else raises TypeError."""
     if value is None and allow_none:

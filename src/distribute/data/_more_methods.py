@@ -6,7 +6,7 @@ Kept apart from ``dataset.py`` to keep files small; each method builds a node of
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator as PyIterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator as PyIterator, Optional, Sequence, cast
 
 import torch
 
@@ -21,10 +21,15 @@ if TYPE_CHECKING:
 __all__ = ["InspectionMethods", "MoreSources", "MoreTransformations", "SavingMethods"]
 
 
+def _dataset(mixin: object) -> "Dataset":
+    """A mixin method's ``self`` typed as what it is: a Dataset (only Dataset mixes these in)."""
+    return cast("Dataset", mixin)
+
+
 class InspectionMethods:
     """Methods that read the elements: ``as_numpy_iterator``, ``reduce``, ``get_single_element``."""
 
-    def as_numpy_iterator(self: "Dataset") -> PyIterator[Any]:
+    def as_numpy_iterator(self) -> PyIterator[Any]:
         """Iterates the elements as numpy arrays (strings stay ``bytes``).
 
         Example:
@@ -37,10 +42,10 @@ class InspectionMethods:
                 return array[()] if array.ndim == 0 else array
             return leaf
 
-        for element in self:
+        for element in _dataset(self):
             yield nest.map_structure(to_numpy, element) if nest.is_nested(element) else to_numpy(element)
 
-    def reduce(self: "Dataset", initial_state: Any, reduce_func: Callable[[Any, Any], Any]) -> Any:
+    def reduce(self, initial_state: Any, reduce_func: Callable[[Any, Any], Any]) -> Any:
         """Folds the elements into one value: ``state = reduce_func(state, element)``.
 
         Example:
@@ -48,7 +53,7 @@ class InspectionMethods:
             10
         """
         state = _structure.normalize(initial_state, "reduce's initial_state")
-        for element in self:
+        for element in _dataset(self):
             try:
                 result = reduce_func(state, element)
             except StopIteration as exc:
@@ -56,14 +61,14 @@ class InspectionMethods:
             state = _structure.normalize(result, "reduce_func's result")
         return state
 
-    def get_single_element(self: "Dataset", name: Optional[str] = None) -> Any:
+    def get_single_element(self, name: Optional[str] = None) -> Any:
         """The only element; InvalidArgumentError if the dataset is empty or has more.
 
         Example:
             >>> int(Dataset.range(1).get_single_element())
             0
         """
-        with iter(self) as iterator:
+        with iter(_dataset(self)) as iterator:
             first = iterator.get_next_as_optional()
             if not first.has_value():
                 raise InvalidArgumentError("Dataset was empty.")
@@ -76,7 +81,7 @@ class MoreTransformations:
     """take_while, scan, unique, window, group_by_window, bucket_by_sequence_length,
     rejection_resample, rebatch, ignore_errors."""
 
-    def take_while(self: "Dataset", predicate: Callable[..., Any], name: Optional[str] = None) -> "Dataset":
+    def take_while(self, predicate: Callable[..., Any], name: Optional[str] = None) -> "Dataset":
         """The elements until ``predicate`` is first false.
 
         Example:
@@ -85,9 +90,9 @@ class MoreTransformations:
         """
         from distribute.data.ops.take_while import TakeWhileDataset
 
-        return TakeWhileDataset(self, predicate, name=name)
+        return TakeWhileDataset(_dataset(self), predicate, name=name)
 
-    def scan(self: "Dataset", initial_state: Any, scan_func: Callable[[Any, Any], Any],
+    def scan(self, initial_state: Any, scan_func: Callable[[Any, Any], Any],
              name: Optional[str] = None) -> "Dataset":
         """A running state: ``scan_func(state, element)`` returns ``(new_state, output)``.
 
@@ -97,9 +102,9 @@ class MoreTransformations:
         """
         from distribute.data.ops.scan import ScanDataset
 
-        return ScanDataset(self, initial_state, scan_func, name=name)
+        return ScanDataset(_dataset(self), initial_state, scan_func, name=name)
 
-    def unique(self: "Dataset", name: Optional[str] = None) -> "Dataset":
+    def unique(self, name: Optional[str] = None) -> "Dataset":
         """Each distinct element once (int32, int64 or string elements of one component).
 
         Example:
@@ -108,9 +113,9 @@ class MoreTransformations:
         """
         from distribute.data.ops.unique import UniqueDataset
 
-        return UniqueDataset(self, name=name)
+        return UniqueDataset(_dataset(self), name=name)
 
-    def window(self: "Dataset", size: int, shift: Optional[int] = None, stride: int = 1,
+    def window(self, size: int, shift: Optional[int] = None, stride: int = 1,
                drop_remainder: bool = False, name: Optional[str] = None) -> "Dataset":
         """Windows of ``size`` elements every ``shift``, each a structure of datasets.
 
@@ -121,9 +126,9 @@ class MoreTransformations:
         """
         from distribute.data.ops.window import WindowDataset
 
-        return WindowDataset(self, size, shift, stride, drop_remainder, name=name)
+        return WindowDataset(_dataset(self), size, shift, stride, drop_remainder, name=name)
 
-    def group_by_window(self: "Dataset", key_func: Callable[..., Any], reduce_func: Callable[[Any, Any], "Dataset"],
+    def group_by_window(self, key_func: Callable[..., Any], reduce_func: Callable[[Any, Any], "Dataset"],
                         window_size: Optional[int] = None,
                         window_size_func: Optional[Callable[[Any], Any]] = None,
                         name: Optional[str] = None) -> "Dataset":
@@ -136,7 +141,7 @@ class MoreTransformations:
         """
         from distribute.data.ops.group_by_window import GroupByWindowDataset
 
-        return GroupByWindowDataset(self, key_func, reduce_func, window_size, window_size_func, name=name)
+        return GroupByWindowDataset(_dataset(self), key_func, reduce_func, window_size, window_size_func, name=name)
 
     def bucket_by_sequence_length(
             self, element_length_func: Callable[..., Any], bucket_boundaries: Sequence[int],
@@ -153,10 +158,10 @@ class MoreTransformations:
         from distribute.data.ops.bucket import bucket_by_sequence_length
 
         return bucket_by_sequence_length(
-            self, element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes,
+            _dataset(self), element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes,
             padding_values, pad_to_bucket_boundary, no_padding, drop_remainder, name)
 
-    def rejection_resample(self: "Dataset", class_func: Callable[..., Any], target_dist: Any,
+    def rejection_resample(self, class_func: Callable[..., Any], target_dist: Any,
                            initial_dist: Any = None, seed: Optional[int] = None,
                            name: Optional[str] = None) -> "Dataset":
         """``(class, element)`` pairs resampled towards ``target_dist`` (rejection sampling).
@@ -166,9 +171,9 @@ class MoreTransformations:
         """
         from distribute.data.ops.rejection_resample import RejectionResampleDataset
 
-        return RejectionResampleDataset(self, class_func, target_dist, initial_dist, seed, name=name)
+        return RejectionResampleDataset(_dataset(self), class_func, target_dist, initial_dist, seed, name=name)
 
-    def rebatch(self: "Dataset", batch_size: Any, drop_remainder: bool = False, name: Optional[str] = None) -> "Dataset":
+    def rebatch(self, batch_size: Any, drop_remainder: bool = False, name: Optional[str] = None) -> "Dataset":
         """``unbatch().batch(batch_size)``; a list of sizes is cycled through.
 
         Example:
@@ -177,9 +182,9 @@ class MoreTransformations:
         """
         from distribute.data.ops.rebatch import RebatchDataset
 
-        return RebatchDataset(self, batch_size, drop_remainder, name=name)
+        return RebatchDataset(_dataset(self), batch_size, drop_remainder, name=name)
 
-    def ignore_errors(self: "Dataset", log_warning: bool = False, name: Optional[str] = None) -> "Dataset":
+    def ignore_errors(self, log_warning: bool = False, name: Optional[str] = None) -> "Dataset":
         """Drops the elements whose computation raised an exception.
 
         Example:
@@ -189,13 +194,13 @@ class MoreTransformations:
         """
         from distribute.data.ops.ignore_errors import IgnoreErrorsDataset
 
-        return IgnoreErrorsDataset(self, log_warning, name=name)
+        return IgnoreErrorsDataset(_dataset(self), log_warning, name=name)
 
 
 class SavingMethods:
     """save, load, snapshot (the format: docs/data.md, "Saved datasets")."""
 
-    def save(self: "Dataset", path: Any, compression: Any = None, shard_func: Optional[Callable[..., Any]] = None,
+    def save(self, path: Any, compression: Any = None, shard_func: Optional[Callable[..., Any]] = None,
              checkpoint_args: Any = None) -> None:
         """Writes the elements to the directory ``path`` (read them with :meth:`load`).
 
@@ -206,7 +211,7 @@ class SavingMethods:
         """
         from distribute.data.ops.save_load import save
 
-        save(self, path, compression, shard_func, checkpoint_args)
+        save(_dataset(self), path, compression, shard_func, checkpoint_args)
 
     @staticmethod
     def load(path: Any, element_spec: Any = None, compression: Any = None,
@@ -221,7 +226,7 @@ class SavingMethods:
 
         return LoadDataset(path, element_spec, compression, reader_func, wait)
 
-    def snapshot(self: "Dataset", path: Any, compression: Any = "AUTO",
+    def snapshot(self, path: Any, compression: Any = "AUTO",
                  reader_func: Optional[Callable[["Dataset"], "Dataset"]] = None,
                  shard_func: Optional[Callable[..., Any]] = None, name: Optional[str] = None) -> "Dataset":
         """Writes the elements under ``path`` on the first full iteration; reads them after.
@@ -231,7 +236,7 @@ class SavingMethods:
         """
         from distribute.data.ops.snapshot import SnapshotDataset
 
-        return SnapshotDataset(self, path, compression, reader_func, shard_func, name=name)
+        return SnapshotDataset(_dataset(self), path, compression, reader_func, shard_func, name=name)
 
 
 class MoreSources:

@@ -15,7 +15,7 @@ torch), ``str`` becomes UTF-8 ``bytes``, and a Python ``list`` is a value, not a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable, List, Sequence
+from typing import Any, Callable, List, Sequence, cast
 
 import numpy as np
 import torch
@@ -158,19 +158,19 @@ def normalize(value: Any, what: str = "an element") -> Any:
     if isinstance(value, tuple):
         children = [normalize(v, what) for v in value]
         if nest.is_namedtuple(value):
-            return type(value)._make(children)
+            return cast(Any, type(value))._make(children)
         return tuple(children)
     if isinstance(value, Mapping):
         items = [(k, normalize(v, what)) for k, v in value.items()]
         try:
-            return type(value)(items)
+            return cast(Any, type(value))(items)  # a Mapping subclass, most built from items
         except TypeError:  # a mapping type that cannot be built from items (defaultdict, ...)
             return dict(items)
     return convert_leaf(value, what)
 
 
-def leaf_spec(leaf: Any) -> TensorSpec:
-    """The fully known spec of one leaf."""
+def leaf_spec(leaf: Any) -> Any:
+    """The fully known spec of one leaf: a TensorSpec, NoneTensorSpec or DatasetSpec."""
     if isinstance(leaf, torch.Tensor):
         return TensorSpec(tuple(leaf.shape), leaf.dtype)
     if leaf is None:
@@ -271,7 +271,7 @@ def stack_leaves(leaves: Sequence[Any], index: int = 0) -> Any:
         return dataset_array(leaves)
     if isinstance(first, torch.Tensor):
         try:
-            return torch.stack(leaves)
+            return torch.stack(list(leaves))
         except (RuntimeError, TypeError) as exc:
             raise _stack_error(leaves, index, exc) from None
     if isinstance(first, bytes):
@@ -334,15 +334,15 @@ def concat_rows(parts: Sequence[Any]) -> Any:
     first = parts[0]
     structure = Structure(first)
     columns = zip(*[structure.flatten(p) for p in parts])
-    out = []
+    out: List[Any] = []
     for column in columns:
-        column = list(column)
-        if column[0] is None:
+        pieces = list(column)
+        if pieces[0] is None:
             out.append(None)
-        elif isinstance(column[0], torch.Tensor):
-            out.append(torch.cat(column))
+        elif isinstance(pieces[0], torch.Tensor):
+            out.append(torch.cat(pieces))
         else:
-            out.append(np.concatenate(column))
+            out.append(np.concatenate(pieces))
     return structure.pack(out)
 
 
@@ -375,14 +375,14 @@ def unstack(element: Any, structure: Structure) -> List[Any]:
         raise InvalidArgumentError(
             "Cannot unbatch an element whose components are all None: it has no rows."
         )
-    columns = [[None] * len(known[0]) if c is None else c for c in columns]
-    sizes = {len(c) for c in columns}
+    filled = [[None] * len(known[0]) if c is None else c for c in columns]
+    sizes = {len(c) for c in filled}
     if len(sizes) > 1:
         raise InvalidArgumentError(
             f"Cannot unbatch an element whose components have different first dimensions "
             f"({sorted(sizes)}); every component must have the same number of rows."
         )
-    return [structure.pack(list(row)) for row in zip(*columns)]
+    return [structure.pack(list(row)) for row in zip(*filled)]
 
 
 def _encode_leaf(leaf: Any) -> Any:

@@ -191,7 +191,8 @@ class Iterator:
         self._guarded = True
         self._build(random.getrandbits(63) if seed is None else mix(seed), dataset._next_iteration_salt())
 
-    def _build(self, seed: int, salt: int) -> None:
+    def _build(self, seed: int, salt: int) -> IteratorImpl:
+        """Starts a fresh pipeline iterator for ``seed`` and ``salt``; returns it."""
         self.close()
         self._seed, self._salt = seed, salt
         impl = self._dataset._make_iterator(IterContext(self._options, seed, salt))
@@ -199,6 +200,7 @@ class Iterator:
         self._guarded = not impl.thread_safe
         self._next = impl.next
         self._finalizer = weakref.finalize(self, impl.close)
+        return impl
 
     def _pull(self) -> Any:
         """The next element or END, under the lock (one caller at a time)."""
@@ -277,8 +279,8 @@ class Iterator:
                 f"{state.get('format') if isinstance(state, dict) else None!r}."
             )
         with self._lock:
-            self._build(int(state["seed"]), int(state["salt"]))
-            self._impl.set_state(state["pipeline"])
+            impl = self._build(int(state["seed"]), int(state["salt"]))
+            impl.set_state(state["pipeline"])
             if state.get("exhausted"):
                 self._next = _always_end
 

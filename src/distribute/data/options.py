@@ -10,7 +10,7 @@ same field). Fields left unset (``None``) mean "the default". The distributed-in
 from __future__ import annotations
 
 import enum
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, TypeVar
 
 from distribute.data._common import AUTOTUNE, SHARD_HINT
 
@@ -41,6 +41,9 @@ class AutoShardPolicy(enum.IntEnum):
     HINT = 3
 
 
+_GroupT = TypeVar("_GroupT", bound="_OptionsGroup")
+
+
 class _OptionsGroup:
     """A group of optional fields with validation; unset fields are ``None``."""
 
@@ -60,7 +63,7 @@ class _OptionsGroup:
             )
         object.__setattr__(self, name, self._FIELDS[name](name, value))
 
-    def _merge(self, other: "_OptionsGroup") -> "_OptionsGroup":
+    def _merge(self: _GroupT, other: _GroupT) -> _GroupT:
         merged = type(self)()
         for name in self._FIELDS:
             mine, theirs = getattr(self, name), getattr(other, name)
@@ -115,6 +118,8 @@ class DistributeOptions(_OptionsGroup):
     """
 
     _FIELDS = {"auto_shard_policy": _policy, "num_devices": _optional_positive}
+    auto_shard_policy: Optional[AutoShardPolicy]
+    num_devices: Optional[int]
 
     @property
     def effective_auto_shard_policy(self) -> AutoShardPolicy:
@@ -131,6 +136,8 @@ class OptimizationOptions(_OptionsGroup):
     """
 
     _FIELDS = {"map_vectorization": _optional_bool, "apply_default_optimizations": _optional_bool}
+    map_vectorization: Optional[bool]
+    apply_default_optimizations: Optional[bool]
 
 
 def _group(cls: type) -> Any:
@@ -156,6 +163,9 @@ class Options(_OptionsGroup):
         "experimental_distribute": _group(DistributeOptions),
         "experimental_optimization": _group(OptimizationOptions),
     }
+    deterministic: Optional[bool]
+    experimental_distribute: DistributeOptions
+    experimental_optimization: OptimizationOptions
 
     def __init__(self) -> None:
         super().__init__()

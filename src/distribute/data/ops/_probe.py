@@ -100,8 +100,9 @@ def unknown_dims(spec: Any) -> Any:
     def unknown(s: Any) -> Any:
         if isinstance(s, NoneTensorSpec):
             return s
-        shape = None if s.shape is None else (None,) * len(s.shape)
-        return DatasetSpec(s.element_spec, shape) if isinstance(s, DatasetSpec) else TensorSpec(shape, s.dtype)
+        if isinstance(s, DatasetSpec):  # its shape is always known
+            return DatasetSpec(s.element_spec, (None,) * len(s.shape))
+        return TensorSpec(None if s.shape is None else (None,) * len(s.shape), s.dtype)
     return nest.map_structure(unknown, spec)
 
 

@@ -22,7 +22,7 @@ import json
 import os
 import struct
 import uuid
-from typing import Any, Dict, List
+from typing import Any, Dict, List, cast
 
 import numpy as np
 import torch
@@ -60,7 +60,7 @@ def _leaf_to_json(spec: Any) -> Dict[str, Any]:
 def spec_to_json(spec: Any) -> Any:
     """An element_spec as JSON data (tuples, namedtuples, dicts of tensor/None specs)."""
     if isinstance(spec, tuple) and nest.is_namedtuple(spec):
-        return {"namedtuple": type(spec).__name__, "fields": list(spec._fields),
+        return {"namedtuple": type(spec).__name__, "fields": list(cast(Any, spec)._fields),
                 "items": [spec_to_json(s) for s in spec]}
     if isinstance(spec, tuple):
         return {"tuple": [spec_to_json(s) for s in spec]}
@@ -76,7 +76,8 @@ def spec_from_json(data: Any) -> Any:
     if "tuple" in data:
         return tuple(spec_from_json(s) for s in data["tuple"])
     if "namedtuple" in data:
-        cls = collections.namedtuple(str(data["namedtuple"]), [str(f) for f in data["fields"]])
+        # mypy models namedtuple() only with a literal name; this name comes from the manifest.
+        cls = collections.namedtuple(str(data["namedtuple"]), [str(f) for f in data["fields"]])  # type: ignore[misc]
         return cls(*[spec_from_json(s) for s in data["items"]])
     if "dict" in data:
         return {k: spec_from_json(v) for k, v in data["dict"].items()}

@@ -16,7 +16,7 @@ the cache by running the input with the seed and salt of the iteration that fill
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, cast
 
 from distribute.data._common import END
 from distribute.data.dataset import Dataset, UnaryDataset
@@ -45,7 +45,7 @@ class _WriteIterator(IteratorImpl):
 
     def next(self) -> Any:
         if self._open and self._writer is None and self._dataset.filename:
-            self._writer = self._dataset._files.new_writer()  # before any input is consumed
+            self._writer = self._dataset._checked_files.new_writer()  # before any input is consumed
         value = self._input.next()
         if not self._open:
             return value
@@ -59,9 +59,10 @@ class _WriteIterator(IteratorImpl):
         self._count += 1
         if self._dataset.filename:
             if self._writer is None:
-                self._writer = self._dataset._files.new_writer()
+                self._writer = self._dataset._checked_files.new_writer()
             self._writer.add(value)
         else:
+            assert self._recorded is not None, "a memory cache records until it is abandoned"
             self._recorded.append(value)
             if self._count == self._complete_at:
                 self._publish()
@@ -70,7 +71,7 @@ class _WriteIterator(IteratorImpl):
         self._open = False
         if self._dataset.filename:
             if self._writer is None:  # an empty input: an empty cache
-                self._writer = self._dataset._files.new_writer()
+                self._writer = self._dataset._checked_files.new_writer()
             self._writer.commit()
             self._writer = None
             return
@@ -138,10 +139,11 @@ class _FileReadIterator(IteratorImpl):
     op = "cache"
 
     def __init__(self, dataset: "CacheDataset") -> None:
-        self._files, self._spec = dataset._files, lambda: dataset.element_spec
+        self._files, self._spec = dataset._checked_files, lambda: dataset.element_spec
         self._count = int(self._files.read_index()["count"])
         self._position = 0
-        self._chunk_index, self._chunk = -1, []
+        self._chunk_index = -1
+        self._chunk: List[Any] = []
 
     def next(self) -> Any:
         if self._position >= self._count:
@@ -175,6 +177,12 @@ class CacheDataset(UnaryDataset):
         super().__init__(input_dataset, name)
         self._runs_python = bool(self.filename)  # reads and writes files
 
+    @property
+    def _checked_files(self) -> CacheFiles:
+        """The cache's files (only a file cache, one with a ``filename``, has them)."""
+        assert self._files is not None, "a memory cache has no files"
+        return self._files
+
     def _reset_caches(self) -> None:
         super()._reset_caches()
         self._memory: Optional[List[Any]] = None
@@ -195,8 +203,10 @@ class CacheDataset(UnaryDataset):
     def _reader(self) -> Optional[IteratorImpl]:
         """A reader of the published cache, or None when there is none yet."""
         if not self.filename:
-            return None if self._memory is None else _MemoryReadIterator(self._memory, self._memory_source)
-        return _FileReadIterator(self) if self._files.complete() else None
+            if self._memory is None:
+                return None
+            return _MemoryReadIterator(self._memory, cast(tuple, self._memory_source))  # set with _memory
+        return _FileReadIterator(self) if self._checked_files.complete() else None
 
     def _make_sequential_iterator(self, ctx: IterContext) -> IteratorImpl:
         return _CacheIterator(self, ctx)
@@ -206,6 +216,7 @@ class _CacheIterator(IteratorImpl):
     """Reads the published cache if there is one, else writes; a restore picks the saved mode."""
 
     op = "cache"
+    next: Callable[[], Any]  # the inner iterator's own next, bound per instance (no extra call per element)
 
     def __init__(self, dataset: CacheDataset, ctx: IterContext) -> None:
         self._dataset, self._ctx = dataset, ctx

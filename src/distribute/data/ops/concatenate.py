@@ -22,10 +22,11 @@ __all__ = ["ConcatenateDataset"]
 
 
 class _ConcatAccess(RandomAccess):
-    def __init__(self, first: RandomAccess, second: RandomAccess) -> None:
+    def __init__(self, first: RandomAccess, second: RandomAccess, split: int) -> None:
+        """``split`` is ``first.length`` (the first input must be finite)."""
         self._first, self._second = first, second
-        self._split = first.length
-        self.length = None if second.length is None else first.length + second.length
+        self._split = split
+        self.length = None if second.length is None else split + second.length
         self.returns_views = first.returns_views or second.returns_views
 
     def rows(self, start: int, stop: int) -> Any:
@@ -72,11 +73,12 @@ class _ConcatIterator(IteratorImpl):
             value = self._it.next()
             if value is not END:
                 return value
-            self._advance()
+            self._advance(self._it)
         return END
 
-    def _advance(self) -> None:
-        self._it.close()
+    def _advance(self, finished: IteratorImpl) -> None:
+        """Closes ``finished`` (the current input's iterator) and starts the next input."""
+        finished.close()
         self._index += 1
         self._it = None
         if self._index < len(self._datasets):
@@ -155,7 +157,7 @@ class ConcatenateDataset(Dataset):
         first, second = (d._random_access() for d in self._inputs())
         if first is None or second is None or first.length is None:
             return None
-        return _ConcatAccess(first, second)
+        return _ConcatAccess(first, second, first.length)
 
     def _make_sequential_iterator(self, ctx: IterContext) -> IteratorImpl:
         return _ConcatIterator(self, ctx)

@@ -13,7 +13,7 @@ each time they are called.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, cast
 
 import numpy as np
 import torch
@@ -115,9 +115,10 @@ def _convert(value: Any, spec: TensorSpec) -> Any:
                 f"`generator` yielded {value!r:.100} (type {type(value).__name__}) where an "
                 f"element of dtype {spec.dtype} was expected; it cannot be converted ({exc})."
             ) from exc
-    if tensor.dtype != spec.dtype:
+    dtype = cast(torch.dtype, spec.dtype)  # not the string dtype: that returned above
+    if tensor.dtype != dtype:
         lossy = (tensor.is_floating_point() or tensor.is_complex()) and not (
-            spec.dtype.is_floating_point or spec.dtype.is_complex
+            dtype.is_floating_point or dtype.is_complex
         )
         if lossy:
             raise GeneratorElementError(
@@ -125,7 +126,7 @@ def _convert(value: Any, spec: TensorSpec) -> Any:
                 f"expected; converting it would truncate the values. Yield {spec.dtype} values "
                 f"or change the signature's dtype."
             )
-        tensor = tensor.to(spec.dtype)
+        tensor = tensor.to(dtype)
     return tensor
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import collections
 import time
-from typing import Any, Callable, Deque, Dict, List, Optional
+from typing import Any, Callable, Deque, Dict, List, Optional, cast
 
 import torch
 
@@ -72,7 +72,8 @@ class _MapIterator(IteratorImpl):
         self.fast_rows = self._input.fast_rows and self._vec is not None
         workers = WorkerPool.size_for(dataset.num_parallel_calls or 1)
         self._probe_left = POLICY.probe_elements if workers > 0 else 0
-        self._workers, self._pool = workers, None
+        self._workers = workers
+        self._pool: Optional[WorkerPool] = None  # threads, once the probe found the function slow
         self._elapsed, self._timed, self._chunk = 0.0, 0, 0
         self._inline_us = 0.0  # measured per-element cost inline, to compare the threads with
         self._fills: List[float] = []  # per-element cost of the first threaded fills
@@ -118,12 +119,12 @@ class _MapIterator(IteratorImpl):
             self._chunk = POLICY.chunk_size(self._inline_us)
             self._pool = WorkerPool(self._workers)
 
-    def _review(self, seconds: float, count: int) -> None:
-        """Goes back inline if the first threaded fills were not faster than inline."""
+    def _review(self, pool: WorkerPool, seconds: float, count: int) -> None:
+        """Goes back inline if the first threaded fills (on ``pool``) were not faster than inline."""
         self._fills.append(seconds / max(count, 1) * 1e6)
         if len(self._fills) == POLICY.review_fills:
             if min(self._fills) > POLICY.keep_ratio * self._inline_us:
-                self._pool.close()
+                pool.close()
                 self._pool = None
 
     # --------------------------------------------------------------- per element
@@ -137,7 +138,7 @@ class _MapIterator(IteratorImpl):
 
     def _next_slow(self) -> Any:
         if not self._out and self._pool is not None:
-            self._fill_parallel()
+            self._fill_parallel(self._pool)
         if self._out:
             value = self._out.popleft()
             if type(value) is Failure:
@@ -157,17 +158,17 @@ class _MapIterator(IteratorImpl):
             elements.append(element)
         return elements
 
-    def _fill_parallel(self) -> None:
+    def _fill_parallel(self, pool: WorkerPool) -> None:
         start = time.perf_counter()
         chunks = [self._take_inputs(self._chunk) for _ in range(self._workers + 1)]
-        tasks = [self._pool.submit(self._apply, c) for c in chunks[1:] if c]
+        tasks = [pool.submit(self._apply, c) for c in chunks[1:] if c]
         results = run_chunk(self._apply, chunks[0])
         for task in tasks:
             task.done.wait()
-            results += task.result
+            results += cast(List[Any], task.result)  # set by the worker before it sets done
         self._out.extend(results)
         if len(self._fills) < POLICY.review_fills:
-            self._review(time.perf_counter() - start, len(results))
+            self._review(pool, time.perf_counter() - start, len(results))
 
     def next_list(self, n: int) -> List[Any]:
         if self._out or self._pending or self._pool is not None or self._probe_left:

@@ -168,11 +168,11 @@ def _fill(leaves: Sequence[Any], shapes: List[tuple], dims: List[int], value: An
         raise InvalidArgumentError(
             f"Padding value {value!r} does not fit string component {index}; use b'' or a string."
         )
-    out = np.empty([len(leaves)] + dims, dtype=object)
-    out[...] = value.encode() if isinstance(value, str) else value
+    strings = np.empty([len(leaves)] + dims, dtype=object)
+    strings[...] = value.encode() if isinstance(value, str) else value
     for i, (leaf, shape) in enumerate(zip(leaves, shapes)):
-        out[(i,) + tuple(slice(0, n) for n in shape)] = leaf
-    return out
+        strings[(i,) + tuple(slice(0, n) for n in shape)] = leaf
+    return strings
 
 
 class _PaddedBatchIterator(UnaryIteratorImpl):

@@ -22,10 +22,11 @@ __all__ = ["RepeatDataset"]
 
 
 class _RepeatAccess(RandomAccess):
-    def __init__(self, inner: RandomAccess, count: int) -> None:
-        self._inner, self._n = inner, inner.length
+    def __init__(self, inner: RandomAccess, count: int, epoch_length: int) -> None:
+        """``epoch_length`` is ``inner.length`` (the input must be finite and not empty)."""
+        self._inner, self._n = inner, epoch_length
         self.returns_views = inner.returns_views
-        self.length = None if count == -1 else inner.length * count
+        self.length = None if count == -1 else epoch_length * count
 
     def rows(self, start: int, stop: int) -> Any:
         epoch = start // self._n
@@ -60,9 +61,10 @@ class _RepeatIterator(IteratorImpl):
     def _open(self, epoch: int) -> IteratorImpl:
         return self._dataset._make_iterator(self._ctx if epoch == 0 else self._ctx.derive(epoch))
 
-    def _next_epoch(self) -> bool:
-        """Moves to the next epoch; False when the repetition is over."""
-        self._input.close()
+    def _next_epoch(self, finished_input: IteratorImpl) -> bool:
+        """Closes ``finished_input`` (this epoch's) and moves to the next epoch; False when the
+        repetition is over."""
+        finished_input.close()
         finished = self._epoch + 1 == self._count or not self._produced
         self._epoch += 1
         self._produced = False
@@ -75,7 +77,7 @@ class _RepeatIterator(IteratorImpl):
             if value is not END:
                 self._produced = True
                 return value
-            self._next_epoch()
+            self._next_epoch(self._input)
         return END
 
     def next_rows(self, n: int) -> Any:
@@ -84,7 +86,7 @@ class _RepeatIterator(IteratorImpl):
             if rows is not END:
                 self._produced = True
                 return rows
-            self._next_epoch()
+            self._next_epoch(self._input)
         return END
 
     def _state(self) -> Dict[str, Any]:
@@ -131,7 +133,7 @@ class RepeatDataset(UnaryDataset):
         inner = self._input_dataset._random_access()
         if inner is None or inner.length is None or inner.length == 0 or self.count == 0:
             return None
-        return _RepeatAccess(inner, self.count)
+        return _RepeatAccess(inner, self.count, inner.length)
 
     def _make_sequential_iterator(self, ctx: IterContext) -> IteratorImpl:
         return _RepeatIterator(self, ctx)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+import torch
+
 from distribute.data import _structure
 from distribute.data._common import END, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, check_int
 from distribute.data.dataset import Dataset, UnaryDataset
@@ -27,7 +29,15 @@ def check_count(name: str, count: Any) -> int:
 class _TakeAccess(RandomAccess):
     def __init__(self, inner: RandomAccess, length: Optional[int]) -> None:
         self._inner, self.length, self.returns_views = inner, length, inner.returns_views
-        self.rows, self.gather, self.elements = inner.rows, inner.gather, inner.elements
+
+    def rows(self, start: int, stop: int) -> Any:
+        return self._inner.rows(start, stop)
+
+    def gather(self, index: torch.Tensor) -> Any:
+        return self._inner.gather(index)
+
+    def elements(self, start: int, stop: int) -> List[Any]:
+        return self._inner.elements(start, stop)
 
 
 class _TakeIterator(UnaryIteratorImpl):

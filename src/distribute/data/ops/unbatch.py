@@ -109,9 +109,10 @@ class UnbatchDataset(UnaryDataset):
             return n
         specs = [s for s in nest.flatten(self._input_dataset.element_spec) if not isinstance(s, NoneTensorSpec)]
         dims = {None if s.shape is None else s.shape[0] for s in specs}
-        if n == UNKNOWN_CARDINALITY or len(dims) != 1 or None in dims:
+        if n == UNKNOWN_CARDINALITY or len(dims) != 1:
             return UNKNOWN_CARDINALITY
-        return n * dims.pop()
+        dim = dims.pop()
+        return UNKNOWN_CARDINALITY if dim is None else n * dim
 
     def _make_sequential_iterator(self, ctx: IterContext) -> IteratorImpl:
         return _UnbatchIterator(self, ctx)

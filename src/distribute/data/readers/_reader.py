@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import abc
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 import numpy as np
 
@@ -186,7 +186,7 @@ class FileReaderDataset(UnaryDataset):
         return 0 if self._input_dataset.cardinality() == 0 else UNKNOWN_CARDINALITY
 
     def _single_file_reader(self, name: Any) -> "FileReaderDataset":
-        clone = self._with_inputs((Dataset.from_tensors(name),))
+        clone = cast("FileReaderDataset", self._with_inputs((Dataset.from_tensors(name),)))  # a copy of self
         clone.num_parallel_reads = None
         return clone
 

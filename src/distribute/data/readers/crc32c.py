@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from functools import lru_cache
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -83,21 +83,25 @@ def _combine(blocks: np.ndarray) -> np.ndarray:
     return blocks[:, 0]
 
 
-def crc32c_ranges(buffer: np.ndarray, starts: Sequence[int], lengths: Sequence[int]) -> np.ndarray:
+def crc32c_ranges(
+    buffer: np.ndarray,
+    starts: Union[np.ndarray, Sequence[int]],
+    lengths: Union[np.ndarray, Sequence[int]],
+) -> np.ndarray:
     """CRC-32C of ``buffer[starts[i]:starts[i] + lengths[i]]`` for every i (uint32 array)."""
-    starts = np.asarray(starts, dtype=np.int64)
-    lengths = np.asarray(lengths, dtype=np.int64)
-    out = np.zeros(len(starts), dtype=np.uint32)
-    short = lengths < 4
+    first = np.asarray(starts, dtype=np.int64)
+    sizes = np.asarray(lengths, dtype=np.int64)
+    out = np.zeros(len(first), dtype=np.uint32)
+    short = sizes < 4
     for i in np.flatnonzero(short):
-        out[i] = _crc_bytewise(buffer[starts[i]:starts[i] + lengths[i]])
+        out[i] = _crc_bytewise(buffer[first[i]:first[i] + sizes[i]])
     rest = np.flatnonzero(~short)
     if len(rest) == 0:
         return out
-    if len(rest) == len(starts) and bool((lengths == lengths[0]).all()):
-        out[:] = _crc_uniform(buffer, starts, int(lengths[0]))
+    if len(rest) == len(first) and bool((sizes == sizes[0]).all()):
+        out[:] = _crc_uniform(buffer, first, int(sizes[0]))
     else:
-        out[rest] = _crc_varying(buffer, starts[rest], lengths[rest])
+        out[rest] = _crc_varying(buffer, first[rest], sizes[rest])
     return out
 
 
