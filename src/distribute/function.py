@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 import torch
@@ -56,7 +56,7 @@ def _convert(value: Any, spec: TensorSpec) -> torch.Tensor:
     except (TypeError, ValueError, RuntimeError):
         raise _BindError(f"Attempt to convert a value ({value!r}) with an unsupported type "
                          f"({type(value)}) to a Tensor") from None
-    target = spec.dtype
+    target = cast(torch.dtype, spec.dtype)  # string specs never get here (see _leaf_to_tensor)
     lossy = (raw.is_complex() and not target.is_complex) or (
         raw.is_floating_point() and not (target.is_floating_point or target.is_complex)) or (
         target == torch.bool and raw.dtype != torch.bool)
@@ -140,6 +140,8 @@ def _python_signature(fn: Callable) -> Optional[inspect.Signature]:
 class Function:
     """A callable wrapper made by :func:`function` (see there)."""
 
+    __name__: str  # set from the wrapped function by ``functools.update_wrapper``
+
     def __init__(self, python_function: Callable, input_signature: Optional[Sequence[Any]], jit_compile: bool) -> None:
         self._python_function = python_function
         self._input_signature = None if input_signature is None else tuple(input_signature)
@@ -173,7 +175,7 @@ class Function:
 
     def _call(self, instance: Any, *args: Any, **kwargs: Any) -> Any:
         if self._input_signature is not None:
-            args, kwargs = self._bind(instance, args, kwargs)
+            args, kwargs = self._bind(self._input_signature, instance, args, kwargs)
         if instance is not None:
             args = (instance,) + tuple(args)
         target = self._python_function
@@ -193,26 +195,27 @@ class Function:
         params = list(self._signature.parameters.values())
         return params[1:] if bound_method and params else params
 
-    def _bind(self, instance: Any, args: tuple, kwargs: dict) -> Tuple[tuple, dict]:
+    def _bind(self, signature: tuple, instance: Any, args: tuple, kwargs: dict) -> Tuple[tuple, dict]:
         params = self._parameters(instance is not None)
         try:
             if params is None:
-                if kwargs or len(args) != len(self._input_signature):
-                    raise _BindError(f"expected {len(self._input_signature)} positional argument(s)")
+                if kwargs or len(args) != len(signature):
+                    raise _BindError(f"expected {len(signature)} positional argument(s)")
                 return tuple(_conform(a, s, f"args[{i}]")
-                             for i, (a, s) in enumerate(zip(args, self._input_signature))), kwargs
-            return self._bind_parameters(params, args, kwargs)
+                             for i, (a, s) in enumerate(zip(args, signature))), kwargs
+            return self._bind_parameters(signature, params, args, kwargs)
         except _BindError as exc:
             raise TypeError(
                 f"Binding inputs to {self.__name__} failed due to `{exc}`. Received args: {args!r} and kwargs: "
-                f"{kwargs!r} for input_signature: {list(self._input_signature)!r}.") from None
+                f"{kwargs!r} for input_signature: {list(signature)!r}.") from None
 
-    def _bind_parameters(self, params: List[inspect.Parameter], args: tuple, kwargs: dict) -> Tuple[tuple, dict]:
+    def _bind_parameters(self, signature: tuple, params: List[inspect.Parameter], args: tuple,
+                         kwargs: dict) -> Tuple[tuple, dict]:
         try:
             bound = inspect.Signature(params).bind(*args, **kwargs)
         except TypeError as exc:
             raise _BindError(str(exc)) from None
-        specs = list(self._input_signature)
+        specs = list(signature)
         arguments: Dict[str, Any] = bound.arguments
         for param in params:
             if param.kind in _POSITIONAL:

@@ -9,7 +9,7 @@ raise, as TensorFlow's do (outside any scope they see one replica).
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, cast
 
 import numpy as np
 import torch
@@ -140,7 +140,8 @@ def scale_regularization_loss(regularization_loss: Any) -> torch.Tensor:
     if isinstance(regularization_loss, Sequence) and not isinstance(regularization_loss, (str, bytes)):
         if not regularization_loss:
             raise ValueError("scale_regularization_loss received an empty list; pass at least one loss tensor.")
-        total = sum(_as_loss_tensor(x, "regularization_loss").sum() for x in regularization_loss)
+        # A non-empty sum of tensors is a tensor (``sum``'s start 0 is typed as an int).
+        total = cast(torch.Tensor, sum(_as_loss_tensor(x, "regularization_loss").sum() for x in regularization_loss))
     else:
         total = _as_loss_tensor(regularization_loss, "regularization_loss").sum()
     return total / _num_replicas("scale_regularization_loss")

@@ -9,7 +9,7 @@ walked in sorted key order (as ``tf.nest`` does) and rebuilt in their own key or
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable, Iterator, List, Sequence
+from typing import Any, Callable, Iterator, List, Sequence, cast
 
 __all__ = [
     "assert_same_structure",
@@ -85,7 +85,8 @@ def flatten_with_paths(structure: Any, prefix: tuple = ()) -> List[tuple]:
 def _rebuild(template: Any, children: list) -> Any:
     if isinstance(template, Mapping):
         by_key = dict(zip(_sorted_keys(template), children))
-        return type(template)((key, by_key[key]) for key in template)
+        # A concrete mapping type (dict, OrderedDict, ...) takes its items; ``Mapping`` does not say so.
+        return cast(Any, type(template))((key, by_key[key]) for key in template)
     if is_namedtuple(template):
         return type(template)._make(children)
     if isinstance(template, tuple):

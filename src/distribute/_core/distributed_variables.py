@@ -14,7 +14,7 @@ in component ``i``; in cross-replica context an in-place op on the primary (for 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple, cast
 
 import torch
 
@@ -24,13 +24,16 @@ from distribute._core.reduction import reduce_components
 from distribute._core.values import DistributedValues, Mirrored, PerReplica, local_replica_index
 from distribute._core.variables import Variable, make_initial_tensor
 
+if TYPE_CHECKING:  # pragma: no cover
+    from distribute._core.replica_context import ReplicaContext
+
 __all__ = ["AggregatingVariable", "DistributedVariable", "MirroredVariable", "SyncOnReadVariable"]
 
 _Disable = torch._C.DisableTorchFunctionSubclass
 _INPLACE_DUNDERS = frozenset(
     "__setitem__ __set__ __iadd__ __isub__ __imul__ __itruediv__ __ifloordiv__ __imod__ __ipow__ "
     "__iand__ __ior__ __ixor__ __ilshift__ __irshift__ __imatmul__".split())
-_WRITES = {
+_WRITES: Dict[str, Callable[..., torch.Tensor]] = {
     "assign": torch.Tensor.copy_, "assign_add": torch.Tensor.add_, "assign_sub": torch.Tensor.sub_,
 }
 
@@ -73,7 +76,7 @@ class DistributedVariable(Variable, DistributedValues):
 
     @classmethod
     def _create(cls, strategy: Any, devices: Sequence[torch.device], factory_kwargs: dict) -> "DistributedVariable":
-        primary = Variable._plain(device=devices[0], _cls=cls, **factory_kwargs)
+        primary = cast(DistributedVariable, Variable._plain(device=devices[0], _cls=cls, **factory_kwargs))
         primary._distribute_strategy = strategy
         name = primary._var_name
         with _Disable():
@@ -93,7 +96,7 @@ class DistributedVariable(Variable, DistributedValues):
         return (self,) + self._others
 
     @property
-    def values(self) -> Tuple[Variable, ...]:
+    def values(self) -> Tuple[Variable, ...]:  # type: ignore[override]  # tf's property, not Tensor.values()
         """The components, one per local replica."""
         return self._components()
 
@@ -217,10 +220,10 @@ class DistributedVariable(Variable, DistributedValues):
             raise RuntimeError(f"Mixing different distribute.Strategy objects: {mode.strategy} is not "
                                f"{self._distribute_strategy}")
 
-    def numpy(self) -> Any:
-        return self.read_value().detach().cpu().numpy()
+    def numpy(self, *, force: bool = False) -> Any:
+        return self.read_value().detach().cpu().numpy(force=force)
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # type: ignore[override]  # torch's stub: `(self, *, Any = ...)`
         body = ",\n".join(f"  {i}: {Variable._plain_repr(c)}" for i, c in enumerate(self.values))
         return f"{type(self).__name__}:{{\n{body}\n}}"
 
@@ -246,7 +249,8 @@ class MirroredVariable(DistributedVariable, Mirrored):
     def _assign_in_replica(self, kind: str, value: Any, index: int, read_value: bool) -> Any:
         if self._aggregation is VariableAggregation.NONE:
             return super()._assign_in_replica(kind, value, index, read_value)
-        ctx = context.get_replica_context()
+        # Only called in a replica context (see _assign_in_replica's callers).
+        ctx = cast("ReplicaContext", context.get_replica_context())
         merged = ctx.merge_call(_merge_assign, args=(self, kind, value))
         return merged if read_value else None
 
@@ -276,7 +280,7 @@ class SyncOnReadVariable(DistributedVariable):
     _is_sync_on_read = True
 
     @property
-    def values(self) -> Tuple[Variable, ...]:
+    def values(self) -> Tuple[Variable, ...]:  # type: ignore[override]  # tf's property, not Tensor.values()
         """The raw components (component 0 is a view of the primary that reads without aggregating)."""
         raw = self.__dict__.get("_raw_primary")
         if raw is None:
@@ -348,7 +352,8 @@ class AggregatingVariable(Variable):
                 f"You must specify an aggregation method to update a AggregatingVariable in replica "
                 f"context: variable {self.name!r} has aggregation=NONE. Create it with "
                 "aggregation=VariableAggregation.SUM, MEAN or ONLY_FIRST_REPLICA.")
-        result = context.get_replica_context().merge_call(_merge_aggregate, args=(self, kind, value))
+        ctx = cast("ReplicaContext", context.get_replica_context())  # a replica index: a replica context
+        result = ctx.merge_call(_merge_aggregate, args=(self, kind, value))
         return result if read_value else None
 
     def assign(self, value: Any, use_locking: Any = None, name: Any = None, read_value: bool = True) -> Any:
@@ -367,7 +372,7 @@ def _merge_aggregate(strategy: Any, var: AggregatingVariable, kind: str, value: 
     else:
         values = list(value.values) if isinstance(value, PerReplica) else [value] * strategy.num_replicas_in_sync
         reduced = reduce_components(ReduceOp.from_variable_aggregation(var._aggregation), values, None, var.device)
-    return Variable._write(var, _WRITES[kind], reduced, kind, True)
+    return cast(torch.Tensor, Variable._write(var, _WRITES[kind], reduced, kind, True))  # read_value=True
 
 
 def resolve_variable_kwargs(kwargs: dict) -> VariableSynchronization:

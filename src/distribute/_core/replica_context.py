@@ -7,7 +7,7 @@ the way to step out into cross-replica context once for all replicas.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 
@@ -90,7 +90,7 @@ class ReplicaContext:
         return self._strategy.num_replicas_in_sync
 
     @property
-    def devices(self) -> Tuple[Any, ...]:
+    def devices(self) -> Sequence[Any]:
         """Deprecated: the device names of this replica, as a nested list."""
         return self._strategy.extended._replica_devices(self._local_id)
 

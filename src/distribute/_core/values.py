@@ -9,7 +9,7 @@ component. ``select_replica`` picks replica ``i``'s view of a structure (for the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple, cast
 
 import torch
 
@@ -50,7 +50,7 @@ class DistributedValues:
         values = tuple(values)
         if not values:
             raise ValueError("A DistributedValues needs at least one component; received none.")
-        self._values = values
+        self._values = values  # type: ignore[misc]  # a slot of PerReplica, else in the subclass's __dict__
 
     @property
     def values(self) -> Tuple[Any, ...]:
@@ -146,7 +146,7 @@ for _op in (
     "float int index"
 ).split():
     setattr(Mirrored, f"__{_op}__", _delegate(f"__{_op}__"))
-Mirrored.__hash__ = object.__hash__  # type: ignore[assignment]
+Mirrored.__hash__ = object.__hash__  # type: ignore[method-assign]  # mypy forbids assigning a method; keep identity hashing
 
 
 def _container(value: Any) -> Any:
@@ -172,11 +172,11 @@ def select_replica(index: int, structure: Any) -> Any:
     if isinstance(structure, (list, tuple)):
         items = [select_replica(index, v) for v in structure]
         if is_namedtuple(structure):
-            return type(structure)._make(items)
+            return cast(Any, type(structure))._make(items)
         return type(structure)(items) if type(structure) not in (list, tuple) else (
             items if type(structure) is list else tuple(items))
     if isinstance(structure, Mapping):
-        return type(structure)((k, select_replica(index, v)) for k, v in structure.items())
+        return cast(Any, type(structure))((k, select_replica(index, v)) for k, v in structure.items())
     return structure
 
 
@@ -213,10 +213,10 @@ def _regroup(values: Sequence[Any], wrap: type, always_wrap: bool, path: tuple) 
     if _is_nest(v0) and not isinstance(v0, Mapping):
         items = [_regroup([v[i] for v in values], wrap, always_wrap, path + (i,)) for i in range(len(v0))]
         if is_namedtuple(v0):
-            return type(v0)._make(items)
+            return cast(Any, type(v0))._make(items)
         return items if type(v0) is list else (tuple(items) if type(v0) is tuple else type(v0)(items))
     if isinstance(v0, Mapping):
-        return type(v0)((k, _regroup([v[k] for v in values], wrap, always_wrap, path + (k,))) for k in v0)
+        return cast(Any, type(v0))((k, _regroup([v[k] for v in values], wrap, always_wrap, path + (k,))) for k in v0)
     container = _container(v0)
     if container is not None and all(_container(v) is container for v in values[1:]):
         return container  # components of one variable (even a single one) give the variable

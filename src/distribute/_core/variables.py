@@ -9,19 +9,24 @@ do the parameters of a ``torch.nn.Module`` built in the scope (a registration ho
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Callable, Optional, SupportsIndex, Type, cast
 
 import numpy as np
 import torch
 
 from distribute._core import context
 from distribute._base.reduce_op import VariableAggregation, VariableSynchronization
-from distribute._base.tensor_spec import as_dtype
+from distribute._base.tensor_spec import StringDType, as_dtype
+
+if TYPE_CHECKING:  # pragma: no cover
+    from distribute._core.distributed_variables import DistributedVariable
+    from distribute._core.strategy import Strategy
 
 __all__ = ["Variable", "make_initial_tensor", "owning_strategy"]
 
 
-def _as_enum(value: Any, enum_type: type, what: str) -> Any:
+def _as_enum(value: Any, enum_type: Type[Enum], what: str) -> Any:
     if isinstance(value, enum_type):
         return value
     if isinstance(value, str) and value.upper() in enum_type.__members__:
@@ -41,13 +46,18 @@ def make_initial_tensor(initial_value: Any, dtype: Any = None) -> torch.Tensor:
         tensor = initial_value.detach()
         if isinstance(tensor, Variable):  # distributed variables too
             with torch._C.DisableTorchFunctionSubclass():
-                tensor = torch.Tensor.clone(initial_value.read_value().detach())
+                # ``detach`` keeps the subclass, so ``initial_value`` is a Variable too.
+                tensor = torch.Tensor.clone(cast(Variable, initial_value).read_value().detach())
     else:
         tensor = torch.as_tensor(np.asarray(initial_value))
         if tensor.dtype == torch.float64 and not isinstance(initial_value, np.ndarray):
             tensor = tensor.to(torch.float32)
     if dtype is not None:
-        tensor = tensor.to(as_dtype(dtype))
+        torch_dtype = as_dtype(dtype)
+        if isinstance(torch_dtype, StringDType):
+            raise TypeError(f"Expected `dtype` to be a numeric or bool dtype, received {dtype!r}: a "
+                            "Variable is a torch tensor and cannot hold strings.")
+        tensor = tensor.to(torch_dtype)
     return tensor.clone() if tensor.requires_grad is False else tensor.detach().clone()
 
 
@@ -73,6 +83,12 @@ class Variable(torch.nn.Parameter):
     """
 
     _is_distributed_variable = False
+    _var_name: str
+    _trainable: bool
+    _synchronization: VariableSynchronization
+    _aggregation: VariableAggregation
+    _distribute_strategy: Optional["Strategy"]
+    _distributed_container: Optional["DistributedVariable"]
 
     def __new__(cls, initial_value: Any = None, trainable: Optional[bool] = None, name: Optional[str] = None,
                 dtype: Any = None, synchronization: Any = VariableSynchronization.AUTO,
@@ -99,7 +115,7 @@ class Variable(torch.nn.Parameter):
     def _plain(initial_value: Any = None, trainable: Optional[bool] = None, name: Optional[str] = None,
                dtype: Any = None, synchronization: Any = VariableSynchronization.AUTO,
                aggregation: Any = VariableAggregation.NONE, device: Optional[torch.device] = None,
-               _cls: Optional[type] = None) -> "Variable":
+               _cls: Optional[Type["Variable"]] = None) -> "Variable":
         tensor = make_initial_tensor(initial_value, dtype)
         if device is not None:
             tensor = tensor.to(device)
@@ -121,7 +137,7 @@ class Variable(torch.nn.Parameter):
 
     # -- properties -------------------------------------------------------------------
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         """The variable's name with TensorFlow's ``:0`` suffix, e.g. ``'Variable:0'``."""
         return f"{self._var_name}:0"
 
@@ -155,9 +171,9 @@ class Variable(torch.nn.Parameter):
         """The current value (same as ``read_value``)."""
         return self.read_value()
 
-    def numpy(self) -> np.ndarray:  # type: ignore[override]
-        """The current value as a numpy array."""
-        return self.read_value().detach().cpu().numpy()
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The current value as a numpy array (``force`` as in ``torch.Tensor.numpy``)."""
+        return self.read_value().detach().cpu().numpy(force=force)
 
     # -- writing ----------------------------------------------------------------------
     def _coerce(self, value: Any, what: str) -> torch.Tensor:
@@ -197,12 +213,12 @@ class Variable(torch.nn.Parameter):
         return (f"<distribute.Variable '{self.name}' shape={tuple(self.shape)} "
                 f"dtype={dtype_name(self.dtype)}, numpy={numpy_text(array)}>")
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # type: ignore[override]  # torch's stub: `(self, *, Any = ...)`
         return self._plain_repr()
 
     __str__ = __repr__
 
-    def __reduce_ex__(self, proto: int) -> Any:
+    def __reduce_ex__(self, proto: SupportsIndex) -> Any:
         with torch._C.DisableTorchFunctionSubclass():
             data = torch.Tensor.detach(self).clone()
         return (_rebuild_variable, (data, self._trainable, self._var_name))

@@ -53,7 +53,7 @@ SIGNAL_DTYPES: Tuple[torch.dtype, ...] = tuple(BITS)
 
 def first_bits(tensor: torch.Tensor) -> int:
     """The bits of the first element of a contiguous CPU tensor of a :data:`BITS` dtype."""
-    return BITS[tensor.dtype][0].from_address(tensor.data_ptr()).value  # type: ignore[attr-defined]
+    return BITS[tensor.dtype][0].from_address(tensor.data_ptr()).value
 
 
 def is_nan(dtype: torch.dtype, bits: int) -> bool:
@@ -63,7 +63,7 @@ def is_nan(dtype: torch.dtype, bits: int) -> bool:
 
 
 def _put_first(tensor: torch.Tensor, bits: int) -> None:
-    BITS[tensor.dtype][0].from_address(tensor.data_ptr()).value = bits  # type: ignore[attr-defined]
+    BITS[tensor.dtype][0].from_address(tensor.data_ptr()).value = bits
 
 
 def signalled_sum(link: "Link", verifier: "Verifier", fp: "Fingerprint", slot: Slot, tensors: List[torch.Tensor],

@@ -36,7 +36,7 @@ def nccl_options(timeout: float) -> Any:  # pragma: no cover - GPUs only
     Private because ``ProcessGroupNCCL.Options`` has no public timeout field (only
     ``init_process_group``, which builds a global default group, takes one).
     """
-    options = dist.ProcessGroupNCCL.Options()  # type: ignore[attr-defined]
+    options = dist.ProcessGroupNCCL.Options()
     options._timeout = datetime.timedelta(seconds=timeout)
     return options
 
@@ -47,7 +47,7 @@ def allgather_options(timeout: float) -> Any:
     Private because torch.distributed exports ``AllreduceOptions`` and ``BroadcastOptions``
     but not ``AllgatherOptions``, which a per-call deadline on a backend needs.
     """
-    options = torch._C._distributed_c10d.AllgatherOptions()  # type: ignore[attr-defined]
+    options = torch._C._distributed_c10d.AllgatherOptions()
     options.timeout = datetime.timedelta(seconds=timeout)
     return options
 
@@ -59,6 +59,6 @@ def storage_use_count(tensor: torch.Tensor) -> int:
     collectives must not be while a view of it (even a view of a view) is still held.
     """
     try:
-        return int(torch._C._storage_Use_Count(tensor.untyped_storage()._cdata))  # type: ignore[attr-defined]
+        return int(torch._C._storage_Use_Count(tensor.untyped_storage()._cdata))
     except (AttributeError, RuntimeError):  # pragma: no cover - another torch: never reuse
         return -1

@@ -24,6 +24,8 @@ import logging
 from typing import NamedTuple, Optional
 
 from distribute.data import AutoShardPolicy, Dataset, INFINITE_CARDINALITY
+from distribute.data.ops.shard import ShardDataset
+from distribute.data.readers._reader import FileReaderDataset
 from distribute.errors import InvalidArgumentError, NotFoundError
 
 __all__ = ["FILE_SHARDED", "DATA", "NONE", "HINT_FILLED", "Sharding", "apply_auto_shard"]
@@ -76,7 +78,7 @@ class _FileSharder:
         self.fewest_files: Optional[int] = None
 
     def rewrite(self, node: Dataset) -> Dataset:
-        if node._is_file_reader:
+        if isinstance(node, FileReaderDataset):
             return node._with_inputs((self._shard(node.filenames),))
         if node._op in ("interleave", "flat_map") and _builds_reader(node):
             return node._with_inputs((self._shard(node._inputs()[0]),))
@@ -115,7 +117,7 @@ def fill_shard_hints(node: Dataset, num_workers: int, index: int) -> Dataset:
     """Replaces every ``shard(SHARD_HINT, SHARD_HINT)`` upstream of ``node`` by ``shard(W, w)``."""
     inputs = node._inputs()
     new_inputs = tuple(fill_shard_hints(i, num_workers, index) for i in inputs)
-    if node._op == "shard" and node.is_placeholder:
+    if isinstance(node, ShardDataset) and node.is_placeholder:
         return new_inputs[0].shard(num_workers, index)
     if any(a is not b for a, b in zip(new_inputs, inputs)):
         return node._with_inputs(new_inputs)

@@ -32,7 +32,7 @@ class _Launched:
 
     __slots__ = ("pieces", "events")
 
-    def __init__(self, pieces: List[Any], events: List[Any]) -> None:
+    def __init__(self, pieces: List[Any], events: List[Optional[torch.cuda.Event]]) -> None:
         self.pieces = pieces
         self.events = events
 
@@ -66,7 +66,8 @@ class DevicePlacer:
 
     def launch(self, step: List[Any]) -> _Launched:
         """Starts the copies of ``step`` on side streams; :meth:`finish` hands it out."""
-        pieces, events = [], []
+        pieces: List[Any] = []
+        events: List[Optional[torch.cuda.Event]] = []
         for index, (piece, device) in enumerate(zip(step, self.devices)):
             if device.type != "cuda":
                 pieces.append(_map(lambda v, d=device: self._copy(v, d, False), piece))

@@ -50,7 +50,7 @@ def _peek_spec(iterable: Any) -> Any:
     generator = random_generator(iterable)
     state = None if generator is None else generator.get_state()
     first = next(iter(iterable), None)
-    if generator is not None:  # reading the spec must not change the next iteration's order
+    if generator is not None and state is not None:  # reading the spec must not change the next iteration's order
         generator.set_state(state)
     if first is None:
         return None
@@ -64,6 +64,8 @@ def _peek_spec(iterable: Any) -> Any:
 
 class _StepDataset(DistributedDataset):
     """What both distributed datasets share: layout, options, specs and iterator assembly."""
+
+    _cardinality: int  # the input's cardinality, set by each subclass's __init__
 
     def __init__(self, strategy: Any, options: InputOptions, input_workers: Optional[Tuple[int, int]],
                  seed: Optional[int]) -> None:

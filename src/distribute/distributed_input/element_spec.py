@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from distribute._base import nest
-from distribute._base.tensor_spec import TensorSpec, string
+from distribute._base.tensor_spec import StringDType, TensorSpec
 from distribute._core.values import PerReplica
 
 __all__ = ["PerReplicaSpec", "empty_like", "empty_from_spec", "is_fully_static", "per_replica_spec",
@@ -112,7 +112,7 @@ def empty_like(element: Any) -> Any:
 def _empty_from_leaf_spec(leaf: TensorSpec) -> Any:
     dims = tuple(0 if d is None else d for d in (leaf.shape or (None,)))
     dims = (0,) + dims[1:] if dims else (0,)
-    if leaf.dtype is string:
+    if isinstance(leaf.dtype, StringDType):  # the one instance, ``string``
         return np.empty(dims, dtype=object)
     return torch.zeros(dims, dtype=leaf.dtype)
 

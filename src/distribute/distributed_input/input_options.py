@@ -36,7 +36,7 @@ class InputReplicationMode(enum.Enum):
 
 
 class _Fields(NamedTuple):
-    experimental_fetch_to_device: Optional[bool] = None
+    experimental_fetch_to_device: bool = True  # InputOptions turns None into True
     experimental_replication_mode: InputReplicationMode = InputReplicationMode.PER_WORKER
     experimental_place_dataset_on_device: bool = False
     experimental_per_replica_buffer_size: int = 1

@@ -152,13 +152,13 @@ class SliceSource(StepSource):
             cut = self._cuts[rows] = _Cut.of(rows, self._n)
         return cut
 
-    def _pieces(self, batch: Any, order: Optional[Sequence[int]]) -> Sequence[Any]:
+    def _pieces(self, batch: Any, order: Optional[Sequence[int]]) -> List[Any]:
         """The pieces ``order`` of ``batch`` (all N, in order, for None)."""
         structure = self._structure
         if structure is None:
             structure = self._structure = _structure.Structure(batch)
         if structure.kind == "leaf":
-            return self._split(batch, self._cut(batch), order)
+            return list(self._split(batch, self._cut(batch), order))
         leaves = structure.flatten(batch)
         cut = self._cut(leaves[0])
         columns = [self._split(leaf, cut, order) for leaf in leaves]
@@ -166,7 +166,7 @@ class SliceSource(StepSource):
             return list(zip(*columns))
         return [structure.pack(list(piece)) for piece in zip(*columns)]
 
-    def next_step(self) -> Optional[Sequence[Any]]:
+    def next_step(self) -> Optional[List[Any]]:
         if self._one_step:
             batch = self._next_batch()
             return None if batch is END else self._pieces(batch, self._fast_order)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, cast
 
 import numpy as np
 import torch
@@ -99,7 +99,7 @@ def normalize_batch(batch: Any) -> Any:
     if isinstance(batch, (list, tuple)):
         children = [normalize_batch(b) for b in batch]
         if nest.is_namedtuple(batch):
-            return type(batch)._make(children)
+            return cast(Any, type(batch))._make(children)
         return children if isinstance(batch, list) else tuple(children)
     if isinstance(batch, Mapping):
         return {k: normalize_batch(v) for k, v in batch.items()}

@@ -29,7 +29,7 @@ class Task(NamedTuple):
     """One process of the cluster: its job and its index in the job."""
 
     task_type: str
-    index: int
+    index: int  # type: ignore[assignment]  # a NamedTuple field may shadow tuple.index
 
     @property
     def name(self) -> str:

@@ -7,7 +7,7 @@ gradients accumulate into one ``.grad`` (the sum over replicas) with no copies.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, cast
 
 import torch
 
@@ -78,7 +78,8 @@ class CentralStorageExtended(MultiReplicaExtended):
         aggregation = kwargs.pop("aggregation", VariableAggregation.NONE)
         resolve_variable_kwargs(kwargs)
         kwargs["aggregation"] = aggregation
-        var = Variable._plain(device=self._parameter_device.torch_device, _cls=AggregatingVariable, **kwargs)
+        var = cast(AggregatingVariable, Variable._plain(device=self._parameter_device.torch_device,
+                                                        _cls=AggregatingVariable, **kwargs))
         var._distribute_strategy = self._container_strategy()
         devices = tuple(self._torch_devices())
         if any(d != var.device for d in devices):

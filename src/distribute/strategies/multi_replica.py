@@ -221,7 +221,7 @@ class MultiReplicaExtended(InputExtended):
         return super()._local_results(value)
 
     def _distribute_values_from_function(self, value_fn: Callable) -> Any:
-        first = self._runner.contexts[0]._replica_id
+        first = self._runner.first_replica_id
         n = self._num_replicas_in_sync
         return PerReplica([value_fn(ValueContext(first + i, n)) for i in range(self._num_local_replicas)])
 

@@ -51,6 +51,11 @@ class ReplicaRunner:
         return self._modes
 
     @property
+    def first_replica_id(self) -> int:
+        """The replica id in sync group of the first local replica."""
+        return self._first_replica_id
+
+    @property
     def contexts(self) -> List[ReplicaContext]:
         """The replica contexts, in local replica order."""
         return self._contexts
