@@ -91,7 +91,7 @@ def train_distributed(s, batches, optimizer, kwargs):
 
 def copies(param):
     """Every copy of a parameter: the components of a distributed variable, or the tensor itself."""
-    return param.values if getattr(param, "_is_distributed_variable", False) else (param,)
+    return param.values if isinstance(param, distribute.DistributedVariable) else (param,)
 
 
 def components(param):

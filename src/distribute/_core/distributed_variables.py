@@ -71,7 +71,6 @@ class DistributedVariable(Variable, DistributedValues):
     but it is passed whole to ``strategy.run`` and regroups to itself.
     """
 
-    _is_distributed_variable = True
     _others: Tuple[Variable, ...] = ()
 
     @classmethod
@@ -277,7 +276,6 @@ def _merge_assign(strategy: Any, var: MirroredVariable, kind: str, value: Any) -
 class SyncOnReadVariable(DistributedVariable):
     """An ON_READ variable: replicas write their own component; reads aggregate."""
 
-    _is_sync_on_read = True
 
     @property
     def values(self) -> Tuple[Variable, ...]:  # type: ignore[override]  # tf's property, not Tensor.values()

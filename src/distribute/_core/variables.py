@@ -82,7 +82,6 @@ class Variable(torch.nn.Parameter):
         <distribute.Variable 'step:0' shape=() dtype=float32, numpy=3.0>
     """
 
-    _is_distributed_variable = False
     _var_name: str
     _trainable: bool
     _synchronization: VariableSynchronization

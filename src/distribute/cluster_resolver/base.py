@@ -123,10 +123,14 @@ class ClusterResolver(abc.ABC):
         """The name of the environment the cluster runs in (``''`` unless a resolver knows)."""
         return ""
 
+    _task_type: Optional[str] = None  # set by the setters below; None until a subclass sets them
+    _task_id: Optional[int] = None
+    _rpc_layer: Optional[str] = None
+
     @property
     def task_type(self) -> Optional[str]:
         """This process's job name (``'worker'``, ``'chief'``, ...), or None."""
-        return getattr(self, "_task_type", None)
+        return self._task_type
 
     @task_type.setter
     def task_type(self, task_type: Optional[str]) -> None:
@@ -135,7 +139,7 @@ class ClusterResolver(abc.ABC):
     @property
     def task_id(self) -> Optional[int]:
         """This process's index within its job, or None."""
-        return getattr(self, "_task_id", None)
+        return self._task_id
 
     @task_id.setter
     def task_id(self, task_id: Optional[int]) -> None:
@@ -144,7 +148,7 @@ class ClusterResolver(abc.ABC):
     @property
     def rpc_layer(self) -> Optional[str]:
         """The URL scheme :meth:`master` puts in front of addresses, or None."""
-        return getattr(self, "_rpc_layer", None)
+        return self._rpc_layer
 
     @rpc_layer.setter
     def rpc_layer(self, rpc_layer: Optional[str]) -> None:
