@@ -8,7 +8,7 @@ A TFRecord file is a sequence of records, each framed as::
 The reader takes the file in blocks of ``buffer_size`` bytes (256 KiB by default), splits
 the records of a block (at once, with numpy, while consecutive records have the same
 length), and verifies their checksums with :mod:`~distribute.data.readers.crc32c`
-(hardware CRC-32C, one call per record on a memoryview; a header's checksum depends only on
+(hardware CRC-32C, ``map`` of one call per record over the records' bytes; a header's checksum depends only on
 its length, so it is computed once per distinct length of a block and compared with numpy).
 A checksum mismatch raises :class:`~distribute.errors.DataLossError` naming the file and
 the offset of the record; so does a file that ends inside a record. Records before the bad
@@ -27,7 +27,7 @@ import numpy as np
 
 from distribute.data.readers._files import open_input
 from distribute.data.readers._reader import FileReaderDataset, RecordReader
-from distribute.data.readers.crc32c import crc32c_list, mask, masked_crc32c
+from distribute.data.readers.crc32c import crc32c_many, mask, masked_crc32c
 from distribute.errors import DataLossError
 
 __all__ = ["TFRecordDataset", "TFRecordReader"]
@@ -152,18 +152,16 @@ class _BlockParser:
         data = self._data
         buffer = np.frombuffer(data, dtype=np.uint8)
         header_ok = _header_crcs(lengths) == _u32_at(buffer, starts + 8)
-        first, ends = (starts + _HEADER).tolist(), starts + _HEADER + lengths
-        last = ends.tolist()
-        data_crcs = np.array(crc32c_list(data, first, last), dtype=np.uint32)
-        data_ok = mask(data_crcs) == _u32_at(buffer, ends)
+        ends = starts + _HEADER + lengths
+        records = [data[a:b] for a, b in zip((starts + _HEADER).tolist(), ends.tolist())]
+        data_ok = mask(crc32c_many(records)) == _u32_at(buffer, ends)
         bad = np.flatnonzero(~(header_ok & data_ok))
         count = int(bad[0]) if len(bad) else len(starts)
         error = None
         if len(bad):
             what = "length" if not header_ok[count] else "data"
             error = _corrupt(self._path, self._base + int(starts[count]), what)
-        records = [data[a:b] for a, b in zip(first[:count], last[:count])]
-        return records, (starts[:count] + self._base).tolist(), error
+        return records[:count], (starts[:count] + self._base).tolist(), error
 
     def _tail_error(self, end: int) -> DataLossError:
         offset, size = self._base + end, len(self._data) - end
