@@ -21,6 +21,7 @@ __all__ = [
     "InvalidArgumentError",
     "NotFoundError",
     "OutOfRangeError",
+    "UnauthenticatedError",
     "UnavailableError",
 ]
 
@@ -74,6 +75,10 @@ class DeadlineExceededError(DistributeError, TimeoutError):
 
 class UnavailableError(DistributeError, ConnectionError):
     """A peer task could not be reached or went away."""
+
+
+class UnauthenticatedError(DistributeError, PermissionError):
+    """A connection did not prove that it knows the job's secret (or this task does not know it)."""
 
 
 class GatherShapeMismatchError(InvalidArgumentError, CollectiveError):
