@@ -37,8 +37,9 @@ from _spec import DESCRIPTIONS, RECORD_FLOATS, SIZES, TFRECORD_FILES  # noqa: E4
 CHILDREN = BENCH_DIR / "data_children"
 PIPELINES = ["batch", "shuffle_batch", "cheap_map", "moderate_map", "tfrecord"]
 EXTRA = {
-    "ours": ["cheap_map_per_element", "moderate_map_per_element", "moderate_map_floor"],
-    "dataloader": ["moderate_map_2_workers"],
+    "ours": ["cheap_map_per_element", "moderate_map_per_element", "moderate_map_floor", "tfrecord_read"],
+    "tf.data": ["tfrecord_read"],
+    "dataloader": ["moderate_map_2_workers", "tfrecord_read"],
 }
 MIN_CLEAN = 5
 NOTES = """Notes:
@@ -125,7 +126,7 @@ def paired_ratios(runs: Dict[str, List[dict]], other: str) -> Dict[str, float]:
     pairs = list(zip(runs["ours"], runs[other]))
     clean = [p for p in pairs if p[0]["clean"] and p[1]["clean"]]
     used = clean if len(clean) >= MIN_CLEAN else pairs
-    names = [n for n in PIPELINES if n in used[0][1]["rates"] and n in used[0][0]["rates"]]
+    names = [n for n in PIPELINES + ["tfrecord_read"] if n in used[0][1]["rates"] and n in used[0][0]["rates"]]
     return {n: median([a["rates"][n] / b["rates"][n] for a, b in used]) for n in names}
 
 
@@ -164,6 +165,9 @@ def report(result: Dict[str, dict], ratios: Dict[str, Dict[str, float]], version
          fmt(ours["moderate_map_per_element"] / dl["moderate_map"]) + "x"],
         ["moderate map, DataLoader with num_workers=2", "-", "-", fmt(dl["moderate_map_2_workers"], 0), "-",
          fmt(ours["moderate_map"] / dl["moderate_map_2_workers"]) + "x (default ours)"],
+        ["TFRecord read (+ verify, ours and tf.data) + batch(256), no decode: " + DESCRIPTIONS["tfrecord_read"],
+         fmt(ours["tfrecord_read"], 0), fmt(tf["tfrecord_read"], 0), fmt(dl["tfrecord_read"], 0),
+         fmt(to_tf["tfrecord_read"]) + "x *", fmt(to_dl["tfrecord_read"]) + "x *"],
         ["moderate map compute floor: bare `torch.func.vmap(f)` on index batches, no pipeline",
          fmt(ours["moderate_map_floor"], 0), fmt(tf["moderate_map"], 0), "-",
          fmt(ours["moderate_map_floor"] / tf["moderate_map"]) + "x", "-"],
@@ -209,7 +213,7 @@ def main() -> None:
                         help="comma-separated subset of PIPELINES; a subset prints its ratios and "
                              "leaves bench/RESULTS.md alone")
     args = parser.parse_args()
-    pipelines = [n for n in PIPELINES if n in args.pipelines.split(",")]
+    pipelines = [n for n in PIPELINES + ["tfrecord_read"] if n in args.pipelines.split(",")]
     python_tf = frameworks()["tf.data"][0]
     versions = {"torch": _version(sys.executable, "torch"), "tf": _version(python_tf, "tensorflow")}
     with tempfile.TemporaryDirectory(prefix="bench_data_") as data_dir:

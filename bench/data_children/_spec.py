@@ -25,4 +25,5 @@ DESCRIPTIONS = {
     "cheap_map": "`range(N).map(lambda i: float(i)*2+1).batch(256).prefetch(AUTOTUNE)`",
     "moderate_map": "`range(N).map(f_moderate, num_parallel_calls=AUTOTUNE).batch(256).prefetch(AUTOTUNE)`",
     "tfrecord": "`TFRecordDataset(4 files).map(decode 64 float32).batch(256).prefetch(AUTOTUNE)`",
+    "tfrecord_read": "`TFRecordDataset(4 files).batch(256)`; DataLoader: the framing parser, `batch_size=256`",
 }

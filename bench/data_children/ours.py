@@ -53,6 +53,7 @@ def builders(data_dir):
         "cheap_map": cheap_map,
         "moderate_map": moderate_map,
         "tfrecord": tfrecord,
+        "tfrecord_read": lambda: TFRecordDataset(files).batch(BATCH),
         "cheap_map_per_element": lambda: _per_element(cheap_map()),
         "moderate_map_per_element": lambda: _per_element(moderate_map()),
         "moderate_map_floor": lambda: _vmap_floor(n["moderate_map"]),

@@ -37,6 +37,7 @@ def builders(data_dir):
         "moderate_map": lambda: tf.data.Dataset.range(n["moderate_map"]).map(
             moderate, num_parallel_calls=autotune).batch(BATCH).prefetch(autotune),
         "tfrecord": lambda: tf.data.TFRecordDataset(files).map(decode).batch(BATCH).prefetch(autotune),
+        "tfrecord_read": lambda: tf.data.TFRecordDataset(files).batch(BATCH),
     }
 
 

@@ -38,8 +38,8 @@ class Mapped(Dataset):
 
 
 class Records(IterableDataset):
-    def __init__(self, files):
-        self.files = files
+    def __init__(self, files, raw=False):
+        self.files, self.raw = files, raw
 
     def __iter__(self):
         for path in self.files:
@@ -48,7 +48,8 @@ class Records(IterableDataset):
             pos = 0
             while pos < len(data):
                 (length,) = struct.unpack_from("<Q", data, pos)
-                yield torch.frombuffer(bytearray(data[pos + 12:pos + 12 + length]), dtype=torch.float32)
+                record = data[pos + 12:pos + 12 + length]
+                yield record if self.raw else torch.frombuffer(bytearray(record), dtype=torch.float32)
                 pos += 16 + length
 
 
@@ -67,6 +68,7 @@ def builders(data_dir):
         "moderate_map_2_workers": lambda: DataLoader(Mapped(n["moderate_map"], moderate), batch_size=BATCH,
                                                      num_workers=2, persistent_workers=False),
         "tfrecord": lambda: DataLoader(Records(files), batch_size=BATCH),
+        "tfrecord_read": lambda: DataLoader(Records(files, raw=True), batch_size=BATCH),
     }
 
 
