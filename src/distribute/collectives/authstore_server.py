@@ -279,7 +279,7 @@ def _why(exc: HandshakeError) -> str:
         return "it does not know the job secret"
     if exc.reason == "not a distribute peer":
         return "it is not a distribute task (it sent something else)"
-    return "it gave no proof of the job secret in time"
+    return "it gave no proof of the job secret (it stayed silent or hung up)"
 
 
 def _peer(conn: socket.socket) -> str:
