@@ -154,7 +154,9 @@ def _verify_pairs(gloo: Any, layout: Layout, secret: Optional[bytes], timeout: f
     except RuntimeError as exc:
         raise RendezvousTimeoutError(
             f"{layout.task} connected its collective sockets but a peer did not answer its proof of the job "
-            f"secret within {timeout:g} s (a task may have died meanwhile): {exc}", task=layout.task,
+            f"secret within {timeout:g} s: a task died meanwhile, or a process that does not know the secret "
+            "took one of the collective connections while they were being set up (no tensor was exchanged). "
+            f"Start the job again. Underlying error: {exc}", task=layout.task,
             joined=layout.tasks, address=layout.rendezvous) from exc
 
 
