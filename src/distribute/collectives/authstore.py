@@ -11,8 +11,10 @@ follows TCPStore's rule for a missing key.
 
 One client is one socket; a lock makes each request-reply atomic, so gloo's threads and the
 heartbeat thread may share one client. Blocking calls poll with short sleeps, never holding
-the lock while they sleep. A request that gets no reply within the store's timeout closes the
-client (its stream could no longer be trusted): later calls raise ``ConnectionError``.
+the lock while they sleep. A request that gets no reply within the store's timeout (a frozen
+server) drops the connection, whose stream could no longer be trusted; the next request opens
+and authenticates a new one (within the timeout), so a server that was only paused is found
+again. After :meth:`AuthStore.close`, calls raise ``ConnectionError``.
 
 Example (rank 0 serving, any task connecting)::
 
@@ -27,7 +29,7 @@ import datetime
 import socket
 import threading
 import time
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import torch.distributed as dist
 
@@ -36,7 +38,7 @@ from distribute.collectives.authstore_server import ERROR, MISSING, OK, OPS, PUR
     read_frame
 from distribute.errors import DeadlineExceededError
 
-__all__ = ["AuthStore", "StoreTimeoutError", "StoreUnreachableError", "connect_store"]
+__all__ = ["AuthStore", "StoreTimeoutError", "StoreUnreachableError", "connect_store", "open_socket"]
 
 _DEFAULT_TIMEOUT = datetime.timedelta(seconds=300)
 _POLL_FIRST, _POLL_MAX = 0.002, 0.05
@@ -74,9 +76,11 @@ class AuthStore(dist.Store):
         timeout: how long blocking calls wait.
     """
 
-    def __init__(self, sock: socket.socket, address: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT) -> None:
+    def __init__(self, sock: socket.socket, address: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT,
+                 reopen: Optional[Callable[[float], socket.socket]] = None) -> None:
         super().__init__()
         self._sock: Optional[socket.socket] = sock
+        self._reopen = reopen
         self._lock = threading.Lock()
         self.address = address
         self._timeout = timeout
@@ -85,15 +89,15 @@ class AuthStore(dist.Store):
     # -- the wire ---------------------------------------------------------------------------
     def _request(self, op: str, fields: Sequence[bytes]) -> Tuple[int, List[bytes]]:
         with self._lock:
-            sock = self._sock
-            if sock is None:
-                raise ConnectionError(f"the connection to the rendezvous store at {self.address} is closed")
+            sock = self._sock if self._sock is not None else self._reconnect()
             try:
                 sock.settimeout(max(0.1, self._timeout.total_seconds()))
                 sock.sendall(pack_frame(OPS[op], list(fields)))
                 status, answer = read_frame(sock)
             except (OSError, FrameError) as exc:
                 self._drop()
+                if not isinstance(exc, socket.timeout):
+                    self._reopen = None  # closed by the server or broken: it is gone for good
                 if isinstance(exc, socket.timeout):
                     raise StoreTimeoutError(f"The rendezvous store at {self.address} did not answer {op} within "
                                             f"{self._timeout.total_seconds():g} s.") from None
@@ -105,6 +109,15 @@ class AuthStore(dist.Store):
             raise ConnectionError(f"The rendezvous store at {self.address} answered {op} with status {status}.")
         return status, answer
 
+    def _reconnect(self) -> socket.socket:
+        if self._reopen is None:
+            raise ConnectionError(f"the connection to the rendezvous store at {self.address} is closed")
+        try:
+            self._sock = self._reopen(time.monotonic() + max(0.1, self._timeout.total_seconds()))
+        except (StoreUnreachableError, HandshakeError) as exc:
+            raise ConnectionError(f"The rendezvous store at {self.address} cannot be reached again: {exc}") from None
+        return self._sock
+
     def _drop(self) -> None:
         sock, self._sock = self._sock, None
         if sock is not None:
@@ -113,6 +126,7 @@ class AuthStore(dist.Store):
     def close(self) -> None:
         """Closes the connection (idempotent); later calls raise ``ConnectionError``."""
         with self._lock:
+            self._reopen = None
             self._drop()
 
     def _poll(self, op: str, fields: Sequence[bytes], keys: Sequence[str],
@@ -189,17 +203,31 @@ class AuthStore(dist.Store):
         raise TypeError("An AuthStore holds a live connection and cannot be pickled or copied.")
 
     def __repr__(self) -> str:
-        return f"<AuthStore {self.address}{' closed' if self._sock is None else ''}>"
+        return f"<AuthStore {self.address}{' closed' if self._sock is None and self._reopen is None else ''}>"
 
 
 def connect_store(host: str, port: int, secret: Optional[bytes], deadline: float, *,
                   timeout: datetime.timedelta = _DEFAULT_TIMEOUT, attempt: float = 2.0) -> AuthStore:
     """An authenticated client of the store at ``host:port``, retrying until ``deadline``.
 
+    See :func:`open_socket` for the attempts and errors; a client whose connection is dropped
+    later opens a new one the same way.
+    """
+    def reopen(until: float) -> socket.socket:  # after a timeout: the server may only have been paused
+        return open_socket(host, port, secret, until, attempt=attempt, only_if_listening=True)
+
+    return AuthStore(open_socket(host, port, secret, deadline, attempt=attempt), f"{host}:{port}", timeout, reopen)
+
+
+def open_socket(host: str, port: int, secret: Optional[bytes], deadline: float, *,
+                attempt: float = 2.0, only_if_listening: bool = False) -> socket.socket:
+    """An authenticated connection to the store at ``host:port``, retrying until ``deadline``.
+
     Each attempt connects and runs the handshake within ``attempt`` seconds (a listener that
     accepts and never answers, a frozen server or one that answers garbage costs one attempt);
     the attempts go on until ``deadline`` (``time.monotonic()``), so a server that starts late
-    is still found. A distribute listener that rejects this task's proof, or proves another
+    is still found (with ``only_if_listening``, a refused connection ends the attempts: the
+    server is gone). A distribute listener that rejects this task's proof, or proves another
     secret, ends the attempts at once: the tasks were given different secrets, and waiting
     would only fill the server's log with refusals.
 
@@ -223,12 +251,15 @@ def connect_store(host: str, port: int, secret: Optional[bytes], deadline: float
             reached = True
             client_handshake(sock, secret, PURPOSE, time.monotonic() + min(attempt, HANDSHAKE_TIMEOUT, remaining))
             sock.settimeout(None)
-            return AuthStore(sock, address, timeout)
+            return sock
         except (OSError, HandshakeError) as exc:
             if sock is not None:
                 sock.close()
             if isinstance(exc, HandshakeError) and exc.reason in ("refused", "wrong proof"):
                 raise
+            if only_if_listening and isinstance(exc, ConnectionRefusedError):
+                raise StoreUnreachableError(f"The rendezvous store at {address} is gone (connection refused).",
+                                            last=exc, reached=False) from None
             if isinstance(exc, HandshakeError) or not isinstance(last, HandshakeError):
                 last = exc  # a handshake's failure says more than a later refused connection
             time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))

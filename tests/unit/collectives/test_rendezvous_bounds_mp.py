@@ -9,10 +9,13 @@ entries side by side.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -21,9 +24,10 @@ from typing import Dict, Iterator, List
 import pytest
 
 from distribute.cluster_resolver import ClusterSpec
+from distribute.collectives.authstore import StoreTimeoutError, connect_store
 from distribute.collectives.connect import connect
 from distribute.collectives.failures import RendezvousTimeoutError
-from ._secret_job import Task, cluster, free_ports
+from ._secret_job import ROOT, Task, cluster, free_ports
 
 pytestmark = pytest.mark.multiprocess
 SCRIPT = Path(__file__).resolve().parent / "pg_scripts" / "bounds_worker.py"
@@ -127,3 +131,45 @@ def test_different_clusters_fail_on_both_tasks_side_by_side(tasks: List[Task]) -
         mine, yours = (f"[{a}, {b}]", f"[{a}, {c}]") if me == "worker:0" else (f"[{a}, {c}]", f"[{a}, {b}]")
         assert f"{me} sees worker: {mine} but {other} (pid " in message and f"sees worker: {yours}" in message
         assert float(outcome["elapsed"]) < 10, outcome  # type: ignore[arg-type]  # found, not timed out
+
+
+_SERVE = """
+import socket, sys, time
+from distribute.collectives.authstore_server import StoreServer
+sock = socket.socket(); sock.bind(("127.0.0.1", 0)); sock.listen(16)
+print(sock.getsockname()[1], flush=True)
+StoreServer(sock, sys.argv[1].encode(), "worker:0")
+time.sleep(120)
+"""
+
+
+def test_a_client_finds_a_paused_store_again_and_a_dead_one_fails_fast() -> None:
+    secret = "p" * 64
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    host = subprocess.Popen([sys.executable, "-c", _SERVE, secret], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert host.stdout is not None
+        port = int(host.stdout.readline())
+        store = connect_store("127.0.0.1", port, secret.encode(), time.monotonic() + 20)
+        store.set("a", "1")
+        store.set_timeout(datetime.timedelta(seconds=0.5))
+        os.kill(host.pid, signal.SIGSTOP)
+        with pytest.raises(StoreTimeoutError, match="did not answer"):
+            store.get("a")
+        os.kill(host.pid, signal.SIGCONT)
+        store.set_timeout(datetime.timedelta(seconds=5))
+        assert store.get("a") == b"1"  # a new, authenticated connection
+        host.kill()
+        host.wait(timeout=10)
+        started = time.monotonic()
+        with pytest.raises(ConnectionError):
+            store.set("b", "2")
+        with pytest.raises(ConnectionError):
+            store.set("b", "2")
+        assert time.monotonic() - started < 2.0  # gone for good: no waiting for the timeout
+        store.close()
+    finally:
+        if host.poll() is None:
+            os.kill(host.pid, signal.SIGCONT)
+            host.kill()
+        host.wait(timeout=10)
