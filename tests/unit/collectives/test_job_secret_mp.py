@@ -12,7 +12,7 @@ import json
 import os
 import socket
 import threading
-import time
+from pathlib import Path
 from typing import Iterator, List
 
 import pytest
@@ -22,6 +22,7 @@ from distribute.cluster_resolver.job_secret import make_secret
 from ._secret_job import Task, cluster
 
 pytestmark = pytest.mark.multiprocess
+BOUNDS = Path(__file__).resolve().parent / "pg_scripts" / "bounds_worker.py"
 SECRET_ENV = "DISTRIBUTE_JOB_SECRET"
 ALLOW_ENV = "DISTRIBUTE_ALLOW_UNAUTHENTICATED"
 
@@ -38,18 +39,18 @@ def _port(address: str) -> int:
     return int(address.rsplit(":", 1)[1])
 
 
-def test_a_rogue_without_the_secret_cannot_join_and_the_real_task_can(tasks: List[Task]) -> None:
-    spec, secret = cluster(), make_secret()
-    tasks.append(Task(spec, 0, {SECRET_ENV: secret}, ["15", "3", "0"]))
-    time.sleep(1.0)  # the chief listens first (the rogues retry until it does)
+def test_a_rogue_without_the_secret_cannot_join_and_the_real_task_can(tasks: List[Task], tmp_path: Path) -> None:
+    spec, secret, go = cluster(), make_secret(), tmp_path / "go"
+    tasks.append(Task(spec, 0, {SECRET_ENV: secret}, ["15", "3", "0"]))  # the rogues retry until it listens
     rogues = [Task(spec, 1, {SECRET_ENV: None, ALLOW_ENV: "1"}, ["5", "3", "0", "1000"]),
               Task(spec, 1, {SECRET_ENV: make_secret()}, ["5", "3", "0", "1000"])]
     tasks.extend(rogues)
+    tasks.append(Task(spec, 1, {SECRET_ENV: secret, "GO_FILE": str(go)}, ["15", "3", "0"]))  # joins after them
     for rogue in rogues:
         assert rogue.finish(30) != 0
         assert "UnauthenticatedError" in rogue.output and "cannot join the rendezvous of worker:0" in rogue.output
         assert "RESULT" not in rogue.output
-    tasks.append(Task(spec, 1, {SECRET_ENV: secret}, ["15", "3", "0"]))
+    go.touch()
     codes = [task.finish(40) for task in (tasks[0], tasks[3])]
     assert codes == [0, 0], tasks[0].output + tasks[3].output
     for task in (tasks[0], tasks[3]):
@@ -108,12 +109,11 @@ def test_attacks_during_training_change_nothing(tasks: List[Task]) -> None:
 
 
 def test_a_job_without_a_secret_fails_unless_it_opts_in(tasks: List[Task]) -> None:
-    spec = cluster()
-    tasks.append(Task(spec, 0, {SECRET_ENV: None, ALLOW_ENV: None}, ["5", "1", "0"]))
-    assert tasks[0].finish(30) != 0
-    assert "ClusterConfigError: DISTRIBUTE_JOB_SECRET is not set on worker:0" in tasks[0].output
+    tasks.append(Task(cluster(), 0, {SECRET_ENV: None, ALLOW_ENV: None}, ["5", "1", "0"]))
     spec = cluster()
     tasks.extend(Task(spec, i, {SECRET_ENV: None, ALLOW_ENV: "1"}, ["15", "2", "0"]) for i in range(2))
+    assert tasks[0].finish(30) != 0
+    assert "ClusterConfigError: DISTRIBUTE_JOB_SECRET is not set on worker:0" in tasks[0].output
     codes = [task.finish(40) for task in tasks[1:]]
     assert codes == [0, 0], tasks[1].output + tasks[2].output
     for task in tasks[1:]:
@@ -123,15 +123,15 @@ def test_a_job_without_a_secret_fails_unless_it_opts_in(tasks: List[Task]) -> No
 
 def test_a_task_given_another_secret_fails_at_once_naming_the_secret(tasks: List[Task]) -> None:
     spec = cluster()
-    tasks.append(Task(spec, 0, {SECRET_ENV: make_secret()}, ["4", "1", "0"]))
-    time.sleep(1.0)
-    started = time.monotonic()
-    tasks.append(Task(spec, 1, {SECRET_ENV: make_secret()}, ["4", "1", "0"]))
-    assert tasks[1].finish(30) != 0
-    worker = tasks[1].output
-    assert "UnauthenticatedError: worker:1 cannot join the rendezvous of worker:0 at " + spec["worker"][0] in worker
-    assert "refused this task's proof of the job secret" in worker and SECRET_ENV in worker
-    assert time.monotonic() - started < 4 + 10  # at once (process start-up included), not after a deadline
-    assert tasks[0].finish(30) != 0
+    tasks.append(Task(spec, 0, {SECRET_ENV: make_secret()}, ["4"], script=BOUNDS))
+    tasks.append(Task(spec, 1, {SECRET_ENV: make_secret()}, ["4"], script=BOUNDS))  # retries until worker:0 listens
+    assert tasks[1].finish(30) == 0, tasks[1].output
+    line = next(line for line in tasks[1].output.splitlines() if line.startswith("RESULT outcome "))
+    outcome = json.loads(line.split(" ", 2)[2])
+    assert outcome["type"] == "UnauthenticatedError", outcome
+    assert outcome["message"].startswith(f"worker:1 cannot join the rendezvous of worker:0 at {spec['worker'][0]}")
+    assert "refused this task's proof of the job secret" in outcome["message"] and SECRET_ENV in outcome["message"]
+    assert outcome["elapsed"] < 4.0  # at once, not at the deadline (which is 4 s)
+    assert tasks[0].finish(30) == 0
     chief = tasks[0].output
-    assert "RendezvousTimeoutError" in chief and "refused 1 connection(s) that did not prove the job secret" in chief
+    assert '"type": "RendezvousTimeoutError"' in chief and "refused 1 connection(s) that did not prove the job secret" in chief

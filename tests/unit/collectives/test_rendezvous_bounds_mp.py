@@ -104,12 +104,13 @@ def _listening(task: Task, port: int, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def test_a_frozen_chief_times_out(tasks: List[Task]) -> None:
-    spec = cluster()
+def test_a_frozen_chief_times_out(tasks: List[Task], tmp_path: Path) -> None:
+    spec, go = cluster(), tmp_path / "go"
     tasks.append(Task(spec, 0, {}, ["20"], script=SCRIPT))
+    tasks.append(Task(spec, 1, {}, [str(TIMEOUT), str(go)], script=SCRIPT))  # starts now, connects on `go`
     _listening(tasks[0], int(spec["worker"][0].rsplit(":", 1)[1]))
     os.kill(tasks[0].proc.pid, signal.SIGSTOP)
-    tasks.append(Task(spec, 1, {}, [str(TIMEOUT)], script=SCRIPT))
+    go.touch()
     outcome = _outcome(tasks[1])
     assert outcome["type"] == "RendezvousTimeoutError", outcome
     assert float(outcome["elapsed"]) <= TIMEOUT + SLACK, outcome  # type: ignore[arg-type]

@@ -1,12 +1,14 @@
 """Worker script for the rendezvous-bounds tests: times ``connect`` and prints how it ended.
 
-``argv``: the rendezvous timeout (s). Prints ``RESULT outcome {"type", "message", "elapsed"}``
+``argv``: the rendezvous timeout (s), and optionally a file to wait for before connecting (so
+the process can start, and import torch, while the test prepares the scenario). Prints ``RESULT outcome {"type", "message", "elapsed"}``
 (``type`` is ``"ok"`` when the group was built).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -16,6 +18,8 @@ from distribute.collectives.connect import connect
 
 def main() -> None:
     resolver = TFConfigClusterResolver()
+    while len(sys.argv) > 2 and not os.path.exists(sys.argv[2]):
+        time.sleep(0.01)
     started = time.monotonic()
     try:
         group = connect(resolver.cluster_spec(), resolver.task_type, resolver.task_id,
