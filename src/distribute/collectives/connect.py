@@ -28,7 +28,7 @@ import torch.distributed as dist
 from distribute.cluster_resolver import ClusterSpec
 from distribute.cluster_resolver.fast_paths import fast_paths_enabled
 from distribute.cluster_resolver.job_secret import job_secret
-from distribute.collectives import health
+from distribute.collectives import gloo_listener, health
 from distribute.collectives.data_auth import verify_pairs
 from distribute.collectives.failures import RendezvousTimeoutError
 from distribute.collectives.link import Connection
@@ -135,6 +135,7 @@ def _assemble(layout: Layout, connection: Connection, store: dist.Store, rendezv
     connection.gloo = _connect_data(lambda: _gloo_group(store, layout, collective_timeout), layout,
                                     rendezvous_timeout)
     _verify_pairs(connection.gloo, layout, secret, rendezvous_timeout)
+    gloo_listener.seal(store, layout.rank)  # no new connection is needed: none may reach gloo
     if nccl:  # pragma: no cover - GPUs only
         connection.nccl = _connect_data(lambda: _nccl_group(store, layout, collective_timeout), layout,
                                         rendezvous_timeout)
