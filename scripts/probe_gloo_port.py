@@ -9,9 +9,12 @@ Starts a 2-worker job on localhost (its own secret), finds each task's gloo list
                                                                 # then 300 connections to its gloo port
     PYTHONPATH=src python scripts/probe_gloo_port.py hijack     # race gloo's connection setup (3 tries)
 
-Expected (torch 2.13): silent and garbage leave training running with exact sums; exhaust kills
-worker:0 with SIGABRT (gloo: "accept: Too many open files"); hijack makes the job fail at start-up
-in some tries (the pair check: no tensor reaches the attacker), and run normally in the others.
+Expected (torch 2.13, Linux): once the job trains, gloo's ports are sealed
+(``collectives/gloo_listener.py``), so every connection attempt of silent, garbage and exhaust
+times out and training goes on with exact sums. (Before the seal existed, exhaust killed worker:0
+with SIGABRT: gloo's "accept: Too many open files".) hijack races the start-up window, before the
+seal: in some tries the job fails to start (the pair check: no tensor reaches the attacker), in
+the others it runs normally.
 """
 
 from __future__ import annotations
