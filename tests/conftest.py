@@ -14,6 +14,10 @@ import torch._dynamo  # noqa: F401 - imported lazily by the first optimizer step
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # for tests/strategies.py
 
+# Multi-worker jobs need a job secret (issue 15). Tests that start workers by hand (threads
+# calling connect(), subprocess children) share this one; launched children inherit it.
+os.environ.setdefault("DISTRIBUTE_JOB_SECRET", __import__("secrets").token_hex(32))
+
 
 @pytest.fixture(autouse=True)
 def _no_leaks():

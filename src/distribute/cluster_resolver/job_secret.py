@@ -22,7 +22,7 @@ from __future__ import annotations
 import secrets
 import warnings
 from collections.abc import Mapping
-from typing import Optional
+from typing import List, Optional
 
 from distribute.cluster_resolver._env import get, resolve_environ
 from distribute.cluster_resolver._errors import ClusterConfigError, describe
@@ -35,7 +35,7 @@ ALLOW_UNAUTHENTICATED_VARIABLE = "DISTRIBUTE_ALLOW_UNAUTHENTICATED"
 MIN_SECRET_LENGTH = 32
 """The fewest characters a secret may have (``make_secret`` gives 64 hex digits)."""
 _HOW = 'python -c "import secrets; print(secrets.token_hex(32))"'
-_warned = []
+_warned: List[bool] = []
 
 
 class UnauthenticatedJobWarning(UserWarning):

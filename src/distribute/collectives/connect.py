@@ -20,18 +20,20 @@ from __future__ import annotations
 import datetime
 import threading
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
 
-from distribute.cluster_resolver import ClusterSpec, parse_address
+from distribute.cluster_resolver import ClusterSpec
 from distribute.cluster_resolver.fast_paths import fast_paths_enabled
-from distribute.collectives import health
+from distribute.cluster_resolver.job_secret import job_secret
+from distribute.collectives import gloo_listener, health
+from distribute.collectives.data_auth import verify_pairs
 from distribute.collectives.failures import RendezvousTimeoutError
 from distribute.collectives.link import Connection
 from distribute.collectives.process_group import ProcessGroup
-from distribute.collectives.rendezvous import Layout, join, make_layout, open_store
+from distribute.collectives.rendezvous import Layout, join, make_layout, open_client, open_store
 from distribute.collectives.torch_private import gloo_options, nccl_options
 from distribute.collectives.wire import fast_path_set
 
@@ -103,35 +105,78 @@ def connect(cluster_spec: ClusterSpec, task_type: str, task_id: int, *, rendezvo
 def _build(layout: Layout, rendezvous_timeout: float, collective_timeout: float, nccl: bool,
            fast_paths: Any) -> ProcessGroup:
     deadline = time.monotonic() + rendezvous_timeout
-    store = open_store(layout, deadline, rendezvous_timeout)
-    connection = Connection(store=store, nccl_wanted=nccl, forget=_forget)
-    records = join(store, layout, deadline, rendezvous_timeout, health.process_identity())
-    store.set_timeout(datetime.timedelta(seconds=max(1.0, deadline - time.monotonic())))
+    if layout.world_size == 1:  # no peer, no listener: an in-process store, and no secret needed
+        store: dist.Store = dist.HashStore()
+        return _assemble(layout, Connection(store=store, nccl_wanted=nccl, forget=_forget), store,
+                         rendezvous_timeout, collective_timeout, nccl, fast_paths, deadline, None, store)
+    secret = job_secret(task=layout.task)
+    client, server = open_store(layout, deadline, rendezvous_timeout, secret)
+    opened: List[Any] = [client] + ([server] if server is not None else [])
+    connection = Connection(store=client, nccl_wanted=nccl, forget=lambda group: _close(group, opened))
+    try:
+        records = join(client, layout, deadline, rendezvous_timeout, health.process_identity(),
+                       refusals=(lambda: server.refusals) if server is not None else None)
+        client.set_timeout(datetime.timedelta(seconds=max(1.0, deadline - time.monotonic())))
+        monitor_store = open_client(layout, max(deadline, time.monotonic() + 2.0), rendezvous_timeout, secret)
+        opened.append(monitor_store)
+        return _assemble(layout, connection, client, rendezvous_timeout, collective_timeout, nccl, fast_paths,
+                         deadline, secret, monitor_store, records)
+    except BaseException:
+        _close(None, opened)
+        raise
+
+
+def _assemble(layout: Layout, connection: Connection, store: dist.Store, rendezvous_timeout: float,
+              collective_timeout: float, nccl: bool, fast_paths: Any, deadline: float, secret: Optional[bytes],
+              monitor_store: dist.Store, records: Optional[List[dict]] = None) -> ProcessGroup:
+    """Builds the data backends over the joined store, checks every pair, starts the heartbeat."""
+    if records is None:
+        records = join(store, layout, deadline, rendezvous_timeout, health.process_identity())
     connection.gloo = _connect_data(lambda: _gloo_group(store, layout, collective_timeout), layout,
                                     rendezvous_timeout)
+    _verify_pairs(connection.gloo, layout, secret, rendezvous_timeout)
+    gloo_listener.seal(store, layout.rank)  # no new connection is needed: none may reach gloo
     if nccl:  # pragma: no cover - GPUs only
         connection.nccl = _connect_data(lambda: _nccl_group(store, layout, collective_timeout), layout,
                                         rendezvous_timeout)
-    address = parse_address(layout.rendezvous)
-    connection.monitor_store = dist.TCPStore(address.host, address.port, None, False,
-                                             datetime.timedelta(seconds=max(1.0, deadline - time.monotonic())))
+    connection.monitor_store = monitor_store
     connection.board = health.Board(store, layout.tasks, layout.rank)
     status = health.LocalStatus()
-    connection.monitor = health.Monitor(health.Board(connection.monitor_store, layout.tasks, layout.rank), status,
+    connection.monitor = health.Monitor(health.Board(monitor_store, layout.tasks, layout.rank), status,
                                         layout.rank)
     group = ProcessGroup(layout, connection, records, collective_timeout, status, fast_paths)
     connection.monitor.start()
     return group
 
 
+def _verify_pairs(gloo: Any, layout: Layout, secret: Optional[bytes], timeout: float) -> None:
+    try:
+        verify_pairs(gloo, layout.rank, layout.tasks, secret, timeout)
+    except RuntimeError as exc:
+        raise RendezvousTimeoutError(
+            f"{layout.task} connected its collective sockets but a peer did not answer its proof of the job "
+            f"secret within {timeout:g} s: a task died meanwhile, or a process that does not know the secret "
+            "took one of the collective connections while they were being set up (no tensor was exchanged). "
+            f"Start the job again. Underlying error: {exc}", task=layout.task,
+            joined=layout.tasks, address=layout.rendezvous) from exc
+
+
 def _connect_data(make: Any, layout: Layout, timeout: float) -> Any:
     try:
         return make()
-    except RuntimeError as exc:
+    except (RuntimeError, OSError) as exc:
         raise RendezvousTimeoutError(
             f"{layout.task} met every task at {layout.rendezvous} but could not connect its collective "
             f"sockets within {timeout:g} s (a task may have died meanwhile): {exc}", task=layout.task,
             joined=layout.tasks, address=layout.rendezvous) from exc
+
+
+def _close(group: Optional[ProcessGroup], opened: List[Any]) -> None:
+    """Forgets ``group`` (if any) and closes its store clients, then the server (rank 0)."""
+    if group is not None:
+        _forget(group)
+    for thing in opened:
+        thing.close()
 
 
 def shutdown_all() -> None:

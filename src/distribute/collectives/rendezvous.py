@@ -1,15 +1,18 @@
 """The rendezvous of a multi-worker job: who hosts it, how tasks meet, and the deadline.
 
 The training group is the ``chief`` task (if any) followed by the ``worker`` tasks; a task's
-rank is its position (``cluster_resolver.id_in_cluster``). Rank 0 hosts the rendezvous: a
-``torch.distributed.TCPStore`` that listens on rank 0's own address from the cluster spec,
-never on every interface (torch's store would listen on ``*:port``, so the socket is bound
-here and handed over). Every task then *joins*: it records its task name, process id and
-view of the cluster in the store, and waits until all ranks have joined.
+rank is its position (``cluster_resolver.id_in_cluster``). Rank 0 hosts the rendezvous: an
+authenticated store (``authstore_server.py``) that listens on rank 0's own address from the
+cluster spec, never on every interface, and serves only connections that prove the job
+secret (``auth.py``; ``torch.distributed.TCPStore`` lets anyone read and write its keys).
+Every task then *joins*: it records its task name, process id and view of the cluster in the
+store, and waits until all ranks have joined.
 
-Everything has one deadline. An unreachable host, a port already in use, a task that never
-arrives, two processes claiming one task, or tasks that disagree about the cluster raise an
-error naming the tasks and the address within that deadline.
+Everything has one deadline. An unreachable host, a listener that accepts and never answers
+(or answers garbage, or is frozen), a port already in use, a task that never arrives, two
+processes claiming one task, or tasks that disagree about the cluster raise an error naming
+the tasks and the address within that deadline. A store host that knows a different secret
+fails at once (``UnauthenticatedError``).
 """
 
 from __future__ import annotations
@@ -22,17 +25,22 @@ import os
 import socket
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch.distributed as dist
 
 from distribute.cluster_resolver import ClusterConfigError, ClusterSpec, parse_address
+from distribute.cluster_resolver.job_secret import SECRET_VARIABLE
+from distribute.collectives.auth import HandshakeError
+from distribute.collectives.authstore import AuthStore, StoreTimeoutError, StoreUnreachableError, connect_store
+from distribute.collectives.authstore_server import StoreServer
 from distribute.collectives.failures import PortInUseError, RendezvousTimeoutError
-from distribute.errors import AlreadyExistsError, UnavailableError
+from distribute.errors import AlreadyExistsError, UnauthenticatedError, UnavailableError
 
-__all__ = ["Layout", "join", "make_layout", "open_store"]
+__all__ = ["Layout", "join", "make_layout", "open_client", "open_store"]
 
 _POLL = 0.05
+_MISMATCH_GRACE = 2.0
 _PREFIX = "distribute/"
 
 
@@ -45,6 +53,8 @@ class Layout:
     rank: int
     digest: str
     summary: str
+    jobs: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    """Every job of the cluster with its addresses (shown when two tasks disagree)."""
 
     @property
     def world_size(self) -> int:
@@ -83,8 +93,9 @@ def make_layout(spec: ClusterSpec, task_type: str, task_id: int) -> Layout:
     everything = sorted(spec.tasks())
     digest = hashlib.sha256(json.dumps(everything).encode()).hexdigest()[:16]
     summary = ", ".join(f"{job}: {spec.num_tasks(job)}" for job in sorted(spec.jobs))
+    jobs = tuple((job, tuple(str(a) for a in spec.job_tasks(job))) for job in sorted(spec.jobs))
     return Layout(tuple(f"{j}:{i}" for j, i in members), tuple(spec.task_address(j, i) for j, i in members),
-                  members.index((task_type, task_id)), digest, summary)
+                  members.index((task_type, task_id)), digest, summary, jobs)
 
 
 def _listen(layout: Layout) -> socket.socket:
@@ -116,51 +127,57 @@ def _bind_error(layout: Layout, exc: OSError) -> Exception:
         "address of this machine. Fix this task's address in the cluster spec.")
 
 
-def _wait_reachable(layout: Layout, deadline: float, timeout: float) -> None:
-    address = parse_address(layout.rendezvous)
-    last: Optional[OSError] = None
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            break
-        try:
-            socket.create_connection((address.host, address.port), timeout=min(1.0, remaining)).close()
-            return
-        except OSError as exc:
-            last = exc
-            time.sleep(min(_POLL * 2, max(0.0, deadline - time.monotonic())))
-    raise RendezvousTimeoutError(
-        f"{layout.task} could not reach the rendezvous host {layout.tasks[0]} at {layout.rendezvous} within "
-        f"{timeout:g} s (last error: {last}). Joined: none that this task could see (the host is "
-        f"unreachable); missing: {', '.join(layout.tasks)}. Start {layout.tasks[0]}, check its address, or "
-        "raise CommunicationOptions(timeout_seconds=...).", task=layout.task, joined=(),
-        missing=layout.tasks, address=layout.rendezvous)
+def open_store(layout: Layout, deadline: float, timeout: float,
+               secret: Optional[bytes]) -> Tuple[AuthStore, Optional[StoreServer]]:
+    """Hosts (rank 0) and connects to the rendezvous store before ``deadline``.
 
+    Returns:
+        This task's client and, on rank 0, the server it now runs (close it when leaving).
 
-def open_store(layout: Layout, deadline: float, timeout: float) -> dist.TCPStore:
-    """Hosts (rank 0) or connects to (other ranks) the rendezvous store before ``deadline``."""
-    address = parse_address(layout.rendezvous)
-    remaining = datetime.timedelta(seconds=max(0.1, deadline - time.monotonic()))
+    Raises:
+        PortInUseError, UnavailableError: rank 0 cannot listen on its address.
+        RendezvousTimeoutError: no authenticated connection before ``deadline``.
+        UnauthenticatedError: the store's host knows a different job secret.
+    """
+    server = None
     if layout.rank == 0:
-        sock = _listen(layout)
-        try:
-            store = dist.TCPStore(address.host, address.port, None, True, remaining, wait_for_workers=False,
-                                  master_listen_fd=sock.fileno())
-        except BaseException:
-            sock.close()
-            raise
-        sock.detach()  # the store owns the listening socket now and closes it when it goes
-        return store
-    _wait_reachable(layout, deadline, timeout)
+        server = StoreServer(_listen(layout), secret, layout.task)
     try:
-        store = dist.TCPStore(address.host, address.port, None, False,
-                              datetime.timedelta(seconds=max(0.1, deadline - time.monotonic())))
-    except (RuntimeError, OSError) as exc:
-        raise RendezvousTimeoutError(
-            f"{layout.task} reached {layout.rendezvous} but could not open the rendezvous store of "
-            f"{layout.tasks[0]} within {timeout:g} s: {exc}", task=layout.task, missing=layout.tasks,
-            address=layout.rendezvous) from exc
-    return store
+        return open_client(layout, deadline, timeout, secret), server
+    except BaseException:
+        if server is not None:
+            server.close()
+        raise
+
+
+def open_client(layout: Layout, deadline: float, timeout: float, secret: Optional[bytes]) -> AuthStore:
+    """One more authenticated client of the rendezvous store (errors as :func:`open_store`)."""
+    address = parse_address(layout.rendezvous)
+    store_timeout = datetime.timedelta(seconds=max(1.0, deadline - time.monotonic()))
+    try:
+        return connect_store(address.host, address.port, secret, deadline, timeout=store_timeout)
+    except HandshakeError as exc:
+        raise UnauthenticatedError(
+            f"{layout.task} cannot join the rendezvous of {layout.tasks[0]} at {layout.rendezvous}: {exc} Give "
+            f"every task the same {SECRET_VARIABLE}.") from exc
+    except StoreUnreachableError as exc:
+        raise _unreachable(layout, exc, timeout) from exc
+
+
+def _unreachable(layout: Layout, exc: StoreUnreachableError, timeout: float) -> RendezvousTimeoutError:
+    if not exc.reached:
+        return RendezvousTimeoutError(
+            f"{layout.task} could not reach the rendezvous host {layout.tasks[0]} at {layout.rendezvous} within "
+            f"{timeout:g} s (last error: {exc.last}). Joined: none that this task could see (the host is "
+            f"unreachable); missing: {', '.join(layout.tasks)}. Start {layout.tasks[0]}, check its address, or "
+            "raise CommunicationOptions(timeout_seconds=...).", task=layout.task, joined=(),
+            missing=layout.tasks, address=layout.rendezvous)
+    return RendezvousTimeoutError(
+        f"{layout.task} reached {layout.rendezvous} but the rendezvous store of {layout.tasks[0]} did not "
+        f"answer within {timeout:g} s (last error: {exc.last}). The process listening there is stopped, "
+        f"overloaded or not a distribute task. Check {layout.tasks[0]} and its address, or raise "
+        "CommunicationOptions(timeout_seconds=...).", task=layout.task, joined=(), missing=layout.tasks,
+        address=layout.rendezvous)
 
 
 def _key(name: str) -> str:
@@ -170,18 +187,23 @@ def _key(name: str) -> str:
 def join_record(layout: Layout, extra: Dict[str, object]) -> str:
     """This task's join record (JSON)."""
     record = {"task": layout.task, "pid": os.getpid(), "host": socket.gethostname(),
-              "cluster": layout.digest, "summary": layout.summary, "nonce": os.urandom(8).hex()}
+              "cluster": layout.digest, "summary": layout.summary,
+              "jobs": {job: list(addresses) for job, addresses in layout.jobs},
+              "nonce": os.urandom(8).hex()}
     record.update(extra)
     return json.dumps(record, sort_keys=True)
 
 
-def join(store: dist.TCPStore, layout: Layout, deadline: float, timeout: float,
-         extra: Dict[str, object]) -> List[dict]:
+def join(store: dist.Store, layout: Layout, deadline: float, timeout: float, extra: Dict[str, object],
+         refusals: Optional[Callable[[], List[str]]] = None) -> List[dict]:
     """Records this task in the store and waits until every rank has; returns their records.
+
+    ``refusals`` (rank 0) lists the addresses its store refused, for the timeout's message.
 
     Raises:
         AlreadyExistsError: another process already joined as this task.
-        ClusterConfigError: a task sees a different cluster than this one.
+        ClusterConfigError: a task sees a different cluster than this one (every task that
+            joined raises it: rank 0 waits up to 2 s for the others to see it before leaving).
         RendezvousTimeoutError: not every task joined before ``deadline``.
     """
     mine = join_record(layout, extra)
@@ -191,22 +213,34 @@ def join(store: dist.TCPStore, layout: Layout, deadline: float, timeout: float,
         raise AlreadyExistsError(
             f"Another process (pid {other.get('pid')} on {other.get('host')}) already joined the rendezvous "
             f"at {layout.rendezvous} as {layout.task}. Give every process its own task in TF_CONFIG.")
+    try:
+        return _await_all(store, layout, deadline, timeout, refusals)
+    except (ConnectionError, StoreTimeoutError) as exc:  # the host left (its deadline passed, or it failed)
+        raise RendezvousTimeoutError(
+            f"{layout.task} lost the rendezvous store of {layout.tasks[0]} at {layout.rendezvous} while waiting "
+            f"for the other tasks ({exc}): {layout.tasks[0]} timed out, failed or was stopped; its own error says "
+            "which tasks were missing.", task=layout.task, missing=layout.tasks,
+            address=layout.rendezvous) from exc
+
+
+def _await_all(store: dist.Store, layout: Layout, deadline: float, timeout: float,
+               refusals: Optional[Callable[[], List[str]]]) -> List[dict]:
     keys = [_key(f"join/{r}") for r in range(layout.world_size)]
     next_scan = 0.0
     while not store.check(keys):
         now = time.monotonic()
         if now >= next_scan:
-            _check_clusters(layout, _joined(store, layout))
+            _check_clusters(store, layout, _joined(store, layout))
             next_scan = now + 0.5
         if now >= deadline:
-            raise _missing_error(layout, _joined(store, layout), timeout)
+            raise _missing_error(layout, _joined(store, layout), timeout, refusals() if refusals else [])
         time.sleep(_POLL)
     records = [json.loads(v) for v in store.multi_get(keys)]
-    _check_clusters(layout, dict(enumerate(records)))
+    _check_clusters(store, layout, dict(enumerate(records)))
     return records
 
 
-def _joined(store: dist.TCPStore, layout: Layout) -> Dict[int, dict]:
+def _joined(store: dist.Store, layout: Layout) -> Dict[int, dict]:
     found = {}
     for rank in range(layout.world_size):
         key = _key(f"join/{rank}")
@@ -215,23 +249,44 @@ def _joined(store: dist.TCPStore, layout: Layout) -> Dict[int, dict]:
     return found
 
 
-def _check_clusters(layout: Layout, records: Dict[int, dict]) -> None:
+def _check_clusters(store: dist.Store, layout: Layout, records: Dict[int, dict]) -> None:
     differ = {r: rec for r, rec in records.items() if rec.get("cluster") != layout.digest}
-    if differ:
-        others = "; ".join(f"{layout.tasks[r]} (pid {rec.get('pid')}) sees {{{rec.get('summary')}}}"
-                           for r, rec in sorted(differ.items()))
-        raise ClusterConfigError(
-            f"The tasks disagree about the cluster: {layout.task} sees {{{layout.summary}}} (digest "
-            f"{layout.digest}) but {others} (a different digest). Give every task the same cluster in its "
-            "TF_CONFIG; only `task` may differ.", field="cluster", value=layout.digest)
+    if not differ:
+        return
+    store.set(_key(f"cluster_mismatch/{layout.rank}"), "1")
+    if layout.rank == 0:  # the store goes with this process: let the others read and raise first
+        others = [_key(f"cluster_mismatch/{r}") for r in records if r != 0]
+        until = time.monotonic() + _MISMATCH_GRACE
+        while others and not store.check(others) and time.monotonic() < until:
+            time.sleep(_POLL)
+    mine: Dict[str, Any] = {job: list(addresses) for job, addresses in layout.jobs}
+    theirs: Dict[int, Dict[str, Any]] = {r: rec["jobs"] if isinstance(rec.get("jobs"), dict) else {}
+                                         for r, rec in differ.items()}
+    sides = "; ".join(f"{layout.tasks[r]} (pid {differ[r].get('pid')}) sees {_differing(jobs, [mine])}"
+                      for r, jobs in sorted(theirs.items()))
+    raise ClusterConfigError(
+        f"The tasks disagree about the cluster: {layout.task} sees {_differing(mine, list(theirs.values()))} but "
+        f"{sides}. Give every task the same cluster in its TF_CONFIG; only `task` may differ.",
+        field="cluster", value=layout.digest)
 
 
-def _missing_error(layout: Layout, joined: Dict[int, dict], timeout: float) -> RendezvousTimeoutError:
+def _differing(jobs: Dict[str, Any], others: List[Dict[str, Any]]) -> str:
+    """``'worker: [a, b]'``: the jobs of ``jobs`` whose addresses differ in some of ``others``."""
+    names = sorted(set(jobs).union(*others))
+    shown = [job for job in names if any(view.get(job) != jobs.get(job) for view in others)] or names
+    return "; ".join(f"{job}: [{', '.join(map(str, jobs[job]))}]" if isinstance(jobs.get(job), (list, tuple))
+                     else f"{job}: (none)" for job in shown)
+
+
+def _missing_error(layout: Layout, joined: Dict[int, dict], timeout: float,
+                   refusals: List[str]) -> RendezvousTimeoutError:
     present = [layout.tasks[r] for r in sorted(joined)]
     missing = [t for r, t in enumerate(layout.tasks) if r not in joined]
+    refused = (f" The store refused {len(refusals)} connection(s) that did not prove the job secret (last from "
+               f"{refusals[-1]}): a task given a different {SECRET_VARIABLE} cannot join.") if refusals else ""
     return RendezvousTimeoutError(
         f"Rendezvous at {layout.rendezvous} timed out after {timeout:g} s on {layout.task}: "
-        f"{len(present)}/{layout.world_size} tasks joined ({', '.join(present)}); missing: {', '.join(missing)}. "
-        "Start the missing tasks with the same cluster spec, or raise "
+        f"{len(present)}/{layout.world_size} tasks joined ({', '.join(present)}); missing: {', '.join(missing)}."
+        f"{refused} Start the missing tasks with the same cluster spec, or raise "
         "CommunicationOptions(timeout_seconds=...).", task=layout.task, joined=present, missing=missing,
         address=layout.rendezvous)

@@ -15,11 +15,12 @@ from typing import Dict, List, Mapping, NamedTuple, Optional
 from distribute.cluster_resolver import _devices, _env
 from distribute.cluster_resolver.address import format_address
 from distribute.cluster_resolver.cluster_spec import ClusterSpec
+from distribute.cluster_resolver.job_secret import SECRET_VARIABLE, make_secret
 from distribute.cluster_resolver.tf_config import TF_CONFIG, make_tf_config
 from distribute.launch.ports import free_ports
 
 __all__ = ["OMP_NUM_THREADS", "Task", "base_environment", "default_threads", "local_cluster",
-           "plan_tasks", "task_environment"]
+           "plan_tasks", "task_environment", "with_job_secret"]
 
 OMP_NUM_THREADS = "OMP_NUM_THREADS"
 PYTHONUNBUFFERED = "PYTHONUNBUFFERED"
@@ -66,6 +67,19 @@ def base_environment(extra: Mapping[str, Optional[str]]) -> Dict[str, str]:
         else:
             merged[key] = value
     return merged
+
+
+def with_job_secret(base: Mapping[str, str], extra: Mapping[str, Optional[str]]) -> Dict[str, str]:
+    """``base`` with a fresh ``DISTRIBUTE_JOB_SECRET`` (one per launch) unless the caller chose one.
+
+    The caller chose when ``extra`` names the variable (a value: theirs; None: no secret, the
+    tasks then need ``DISTRIBUTE_ALLOW_UNAUTHENTICATED=1``) or this process already sets it.
+    The secret goes only into the tasks' environment: it is never printed or logged.
+    """
+    env = dict(base)
+    if SECRET_VARIABLE not in extra and not env.get(SECRET_VARIABLE, "").strip():
+        env[SECRET_VARIABLE] = make_secret()
+    return env
 
 
 def default_threads(processes: int) -> int:

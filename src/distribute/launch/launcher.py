@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from distribute.launch import _checks, cluster
@@ -24,7 +24,7 @@ class LaunchPlan:
 
     argv: List[str]
     tasks: List[cluster.Task]
-    extra_env: Dict[str, Optional[str]]
+    extra_env: Dict[str, Optional[str]] = field(repr=False)  # may hold the job secret
     cwd: Optional[str]
     host: str
     timeout: Optional[float]
@@ -60,7 +60,7 @@ def run_plan(plan: LaunchPlan, sink: Optional[Sink] = None, catch_signals: bool 
     a long job's log does not pile up in memory) and the result's outputs are empty.
     """
     spec = cluster.local_cluster(plan.tasks, plan.host)
-    base = cluster.base_environment(plan.extra_env)
+    base = cluster.with_job_secret(cluster.base_environment(plan.extra_env), plan.extra_env)
     commands = [TaskCommand(task.name, plan.argv,
                             cluster.task_environment(base, spec, task, len(plan.tasks)),
                             is_ps=task.task_type == "ps")
@@ -86,7 +86,9 @@ def launch(argv: Sequence[str], workers: int = 1, chief: bool = False, ps: int =
            forward_signals: bool = True) -> LaunchResult:
     """Runs ``argv`` once per task of a local cluster and waits for every task to end.
 
-    Every task gets a free port of ``host`` and its own ``TF_CONFIG``. When a task fails,
+    Every task gets a free port of ``host``, its own ``TF_CONFIG`` and the launch's job secret
+    (``DISTRIBUTE_JOB_SECRET``: a fresh one per launch unless ``env`` or this process sets it;
+    never printed). When a task fails,
     the others get SIGTERM, then SIGKILL after ``grace_period``; when the chief and the
     workers have all succeeded, the parameter servers are stopped the same way. No task
     process (nor anything it started in its process group) outlives this call, whether it

@@ -26,7 +26,7 @@ import selectors
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from distribute.launch.output import OutputCollector
@@ -47,7 +47,7 @@ class TaskCommand:
 
     task: str
     argv: Sequence[str]
-    env: Mapping[str, str]
+    env: Mapping[str, str] = field(repr=False)  # holds the job secret: never shown
     is_ps: bool = False
 
 
