@@ -32,6 +32,7 @@ Example (in each of two processes with the same cluster and its own task)::
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import torch
@@ -73,7 +74,7 @@ class ProcessGroup:
         self._records = records
         self._timeout = timeout
         self._status = status if status is not None else health.LocalStatus()
-        self._link = Link(connection, self._fail, self._peer_failed)
+        self._link = Link(connection, self._fail, self._waiting)
         self._verifier = Verifier(self._gather_ints, layout.tasks, layout.rank)
         self._channel = Channel(self._link, self._verifier, layout.rank)
         self._plans = PlanCache()
@@ -83,6 +84,7 @@ class ProcessGroup:
         self._broken: Optional[BaseException] = None
         self._closed = False
         self._limit = timeout
+        self._reports = 0  # provisional reports made (their ids)
 
     # -- who -----------------------------------------------------------------------------
     @property
@@ -310,6 +312,8 @@ class ProcessGroup:
             raise ValueError(f"timeout must be a positive number of seconds or None, received {timeout!r}.")
         limit = float(timeout) if timeout else self._timeout
         self._limit = limit
+        if self._status.raised is not None:
+            self._withdraw()
         self._status.op = fp.describe
         self._status.inside = True
         return limit
@@ -324,6 +328,17 @@ class ProcessGroup:
             return None
         return self._break(health.reported_failure(self.tasks, self.task, failure, self._status.describe(),
                                                    operation if operation is not None else self._status.op))
+
+    def _waiting(self) -> Optional[BaseException]:
+        """Checked by every wait slice: a peer's final report, or what the heartbeats say (health.py)."""
+        failed = self._peer_failed()
+        if failed is not None:
+            return failed
+        monitor = self._connection.monitor
+        if monitor is None:
+            return None
+        found = health.waiting_failure(monitor.observer, self.tasks, self.rank, self._status, self._records)
+        return self._break(found) if found is not None else None
 
     def _fail(self, error: str, timed_out: bool, limit: float) -> BaseException:
         board = self._connection.board
@@ -345,7 +360,38 @@ class ProcessGroup:
             "A multi-worker job must restart after a failure (resume from the last checkpoint).",
             task=self.task, operation=operation)
 
-    # -- leaving ---------------------------------------------------------------------------
+    # -- reports -----------------------------------------------------------------------------
+    def report_raised(self, exc: BaseException) -> None:
+        """Tells the peers at once that ``exc`` left ``strategy.run`` here (provisionally).
+
+        Peers blocked in a collective fail on it while this thread still handles ``exc`` (a
+        ``finally:`` that lingers); entering the next collective withdraws it, so a program
+        that catches the error goes on. An error caused by a peer is not reported (the peers
+        know), nor one on a group that failed or shut down.
+        """
+        board = self._connection.board
+        if board is None or self._closed or self._broken is not None or isinstance(exc, _PEER_CAUSED):
+            return
+        if self._status.raised is not None and self._status.raised[2] == id(exc):
+            return  # the same exception, seen again by an outer call
+        self._reports += 1
+        try:
+            board.report_raised(self._reports, type(exc).__name__, str(exc), self._status.describe(),
+                                self._verifier.seq)
+        except Exception:  # noqa: BLE001 - the store host may be gone: the exit report or the timeout will tell
+            return
+        self._status.raised = (self._reports, threading.get_ident(), id(exc))
+
+    def _withdraw(self) -> None:
+        raised, self._status.raised = self._status.raised, None
+        board = self._connection.board
+        if raised is None or board is None:
+            return
+        try:
+            board.withdraw(raised[0])
+        except Exception:  # noqa: BLE001 - the store host may be gone; the collective will say so
+            pass
+
     def report_failure(self, exc: BaseException) -> None:
         """Tells the other tasks that this one fails with ``exc`` (called when it ends the program)."""
         board = self._connection.board
@@ -354,11 +400,13 @@ class ProcessGroup:
         culprit = exc.task if isinstance(exc, _PEER_CAUSED) else None  # another task's failure, seen from here
         doing = self._status.describe()
         self._status.state = "failed"
+        self._status.raised = None
         try:
             board.report(type(exc).__name__, str(exc), doing, not isinstance(exc, _PEER_CAUSED), culprit)
         except Exception:  # noqa: BLE001 - the store host may be gone already
             pass
 
+    # -- leaving ---------------------------------------------------------------------------
     def shutdown(self) -> None:
         """Leaves the group: stops the heartbeat, closes the process groups (idempotent)."""
         if self._closed:
