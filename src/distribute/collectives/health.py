@@ -37,7 +37,7 @@ import torch.distributed as dist
 from distribute.collectives import liveness
 from distribute.collectives.failures import CollectiveTimeoutError, WorkerFailedError
 
-__all__ = ["Board", "LocalStatus", "Monitor", "diagnose", "install_exit_hooks", "linger", "process_identity",
+__all__ = ["Board", "LocalStatus", "Monitor", "bounded", "diagnose", "install_exit_hooks", "linger", "process_identity",
            "waiting_failure"]
 
 BEAT_INTERVAL = 0.5
@@ -47,6 +47,8 @@ _STORE_TIMEOUT = datetime.timedelta(seconds=3)
 _PREFIX = "distribute/"
 _REPORT_WAIT = 2.0
 """Seconds a failed (not timed-out) collective waits for a peer's report, exit or shutdown."""
+_DIAGNOSIS_LIMIT = 12.0
+"""Seconds a diagnosis may take (its waits and store reads) before the store counts as unreachable."""
 GLOO_TIMEOUTS = ("Timed out waiting",)
 """What gloo says when its own timeout (the collective's deadline) expires."""
 STOPPED = "stopped responding (its process is stopped)"
@@ -146,6 +148,31 @@ def local_process_state(record: Dict[str, Any]) -> Optional[str]:
     return "stopped" if fields[0] in ("T", "t") else "alive"
 
 
+def bounded(fn: Callable[[], Any], seconds: float) -> Any:
+    """``fn()``, run on a helper thread and given up after ``seconds`` (raises ``TimeoutError``).
+
+    A request to a store whose host is stopped (SIGSTOP) never returns, whatever the store's
+    timeout: the main thread's store work after a failure (reports, diagnosis, leaving) goes
+    through this so that a frozen chief cannot hang its peers.
+    """
+    box: Dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["error"] = exc
+
+    helper = threading.Thread(target=call, name="distribute-store-call", daemon=True)
+    helper.start()
+    helper.join(seconds)
+    if helper.is_alive():
+        raise TimeoutError(f"the rendezvous store did not answer within {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
 class Board:
     """The status records of every task in the store (one client connection per Board)."""
 
@@ -232,12 +259,12 @@ class Monitor:
         beat, seen = 0, 0
         while not self._stop.is_set():
             beat += 1
-            started = time.monotonic()
+            self.observer.asking(time.monotonic())
             try:
                 seen = self._beat(beat, seen)
                 self.observer.store_answered(time.monotonic())
             except Exception:  # noqa: BLE001 - the store host may be gone or frozen: the observer keeps count
-                self.observer.store_failed(started)
+                pass
             self._stop.wait(BEAT_INTERVAL)
 
     def _beat(self, beat: int, seen: int) -> int:
@@ -341,8 +368,12 @@ def diagnose(board: Board, tasks: Sequence[str], rank: int, status: LocalStatus,
     """
     me, doing, op = tasks[rank], status.describe(), status.op
     try:
-        return _diagnose(board, tasks, rank, status, records, error, timed_out, timeout)
-    except Exception:  # noqa: BLE001 - the store is gone with its host
+        return bounded(lambda: _diagnose(board, tasks, rank, status, records, error, timed_out, timeout),
+                       _DIAGNOSIS_LIMIT)
+    except Exception:  # noqa: BLE001 - the store is gone with its host, or its host is stopped
+        if records and local_process_state(records[0]) == "stopped":
+            return _unresponsive(tasks, rank, status, records, {0: _DIAGNOSIS_LIMIT},
+                                 "the rendezvous store it hosts does not answer")
         return WorkerFailedError(
             f"{tasks[0]} (the rendezvous host) is unreachable: its process died or its machine is down "
             f"while this task ({me}) was {doing}. Underlying error: {error}",

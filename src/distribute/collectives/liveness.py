@@ -10,7 +10,8 @@ answered, and the peers' error reports. A collective that waits (``link.Link.wai
   between two reads this task actually made (a task whose own heartbeat thread was starved
   never blames its peers for the gap);
 * whether the store, hosted by rank 0, has failed to answer for that long (a frozen chief:
-  nobody can read its beats, so the silence of its store is its silence);
+  nobody can read its beats, so the silence of its store is its silence; a request to a
+  stopped store never returns, so the time counts from the first request left unanswered);
 * which provisional reports (an exception that left ``strategy.run`` on a peer) have been
   present for :data:`RAISED_GRACE` seconds.
 
@@ -20,7 +21,6 @@ are compared between machines.
 
 from __future__ import annotations
 
-import time
 from typing import Any, Dict, Optional, Tuple
 
 __all__ = ["HEARTBEAT_DEADLINE", "RAISED_GRACE", "Observer"]
@@ -52,7 +52,6 @@ class Observer:
         """The latest heartbeat record of each peer."""
         self._changed: Dict[int, float] = {}
         self._last_read = 0.0
-        self._answered = time.monotonic()
         self._unanswered_since: Optional[float] = None
         self.raised: Dict[int, Tuple[Dict[str, Any], float]] = {}
         """Provisional reports by rank, with when each was first seen."""
@@ -68,14 +67,14 @@ class Observer:
             self.beats[rank] = record
         self._last_read = now
 
+    def asking(self, now: float) -> None:
+        """The heartbeat thread starts its requests to the store (a frozen store never answers them)."""
+        if self._unanswered_since is None:
+            self._unanswered_since = now
+
     def store_answered(self, now: float) -> None:
         """The store answered every request of one heartbeat."""
-        self._answered, self._unanswered_since = now, None
-
-    def store_failed(self, started: float) -> None:
-        """A request that started at ``started`` got no answer (or an error)."""
-        if self._unanswered_since is None:
-            self._unanswered_since = max(started, self._answered)
+        self._unanswered_since = None
 
     def saw_reports(self, reports: Dict[int, Dict[str, Any]], now: float) -> None:
         """Keeps the peers' provisional reports that are present (a withdrawn one is dropped)."""

@@ -50,6 +50,7 @@ from distribute.collectives.wire import PlanInputs, choose, fast_path_set, optio
 
 __all__ = ["ProcessGroup"]
 _LINGER = 10.0
+_STORE_CALL = 5.0  # seconds a report or withdrawal may take before the store counts as silent
 _CPU = torch.device("cpu")
 _PEER_CAUSED = (WorkerFailedError, GroupBrokenError, CollectiveMismatchError, CollectiveTimeoutError)
 
@@ -85,6 +86,7 @@ class ProcessGroup:
         self._closed = False
         self._limit = timeout
         self._reports = 0  # provisional reports made (their ids)
+        self._store_silent = False
 
     # -- who -----------------------------------------------------------------------------
     @property
@@ -375,11 +377,9 @@ class ProcessGroup:
         if self._status.raised is not None and self._status.raised[2] == id(exc):
             return  # the same exception, seen again by an outer call
         self._reports += 1
-        try:
-            board.report_raised(self._reports, type(exc).__name__, str(exc), self._status.describe(),
-                                self._verifier.seq)
-        except Exception:  # noqa: BLE001 - the store host may be gone: the exit report or the timeout will tell
-            return
+        report, doing, seq = self._reports, self._status.describe(), self._verifier.seq
+        if not self._store_call(lambda: board.report_raised(report, type(exc).__name__, str(exc), doing, seq)):
+            return  # the store host is gone or stopped: the peers' heartbeat checks will tell
         self._status.raised = (self._reports, threading.get_ident(), id(exc))
 
     def _withdraw(self) -> None:
@@ -387,10 +387,7 @@ class ProcessGroup:
         board = self._connection.board
         if raised is None or board is None:
             return
-        try:
-            board.withdraw(raised[0])
-        except Exception:  # noqa: BLE001 - the store host may be gone; the collective will say so
-            pass
+        self._store_call(lambda: board.withdraw(raised[0]))
 
     def report_failure(self, exc: BaseException) -> None:
         """Tells the other tasks that this one fails with ``exc`` (called when it ends the program)."""
@@ -401,10 +398,24 @@ class ProcessGroup:
         doing = self._status.describe()
         self._status.state = "failed"
         self._status.raised = None
+        self._store_call(lambda: board.report(type(exc).__name__, str(exc), doing, not isinstance(exc, _PEER_CAUSED),
+                                              culprit))
+
+    def _store_call(self, fn: Any, seconds: float = _STORE_CALL) -> bool:
+        """Runs ``fn`` (store requests) within ``seconds``; False if the store failed or did not answer.
+
+        A store that once did not answer is not asked again (its host is stopped or gone).
+        """
+        if self._store_silent:
+            return False
         try:
-            board.report(type(exc).__name__, str(exc), doing, not isinstance(exc, _PEER_CAUSED), culprit)
+            health.bounded(fn, seconds)
+            return True
+        except TimeoutError:
+            self._store_silent = True
         except Exception:  # noqa: BLE001 - the store host may be gone already
             pass
+        return False
 
     # -- leaving ---------------------------------------------------------------------------
     def shutdown(self) -> None:
@@ -423,12 +434,12 @@ class ProcessGroup:
             monitor.stop()
         connection.nccl = connection.gloo = None
         if board is not None:
-            try:
+            def leave() -> None:
                 board.publish(self._status.record(-1))
                 if self.rank == 0:
                     health.linger(board, self._records, self.world_size, _LINGER)
-            except Exception:  # noqa: BLE001 - the store host is gone; nothing left to tell
-                pass
+
+            self._store_call(leave, _LINGER + _STORE_CALL)
         connection.monitor_store = connection.board = connection.store = None
         forget, connection.forget = connection.forget, None
         if forget is not None:
