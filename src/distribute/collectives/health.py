@@ -346,9 +346,9 @@ def _unresponsive(tasks: Sequence[str], rank: int, status: LocalStatus, records:
         notes[peer] = f"{STOPPED}: {why}" if state == "stopped" else f"stopped responding: {why}"
     named = "; ".join(f"{tasks[p]} {note}" for p, note in notes.items())
     return CollectiveTimeoutError(
-        f"Collective #{target} ({status.op}) cannot finish on {me}: {named} (heartbeat deadline "
-        f"{liveness.HEARTBEAT_DEADLINE:g} s). A process that is paused (SIGSTOP, a debugger) or holds the GIL "
-        "cannot take part; the job cannot go on. Restart every task (from the last checkpoint).",
+        f"{named}, so collective #{target} ({status.op}) cannot finish on {me} (while it was {doing}; heartbeat "
+        f"deadline {liveness.HEARTBEAT_DEADLINE:g} s). A process that is paused (SIGSTOP, a debugger) or holds "
+        "the GIL cannot take part; the job cannot go on. Restart every task (from the last checkpoint).",
         task=tasks[min(notes)], operation=status.op, stalled=[tasks[p] for p in notes])
 
 

@@ -1,7 +1,7 @@
 """Collectives across worker processes over ``torch.distributed``, with deadlines and blame.
 
 This layer (this module with its helpers ``connect.py``, ``rendezvous.py``, ``health.py``,
-``link.py``, ``verify.py``, ``plans.py``, ``packing.py``, ``torch_private.py``, and the wire
+``liveness.py``, ``link.py``, ``verify.py``, ``plans.py``, ``packing.py``, ``torch_private.py``, and the wire
 methods: ``wire.py``, ``stream.py``, ``pairwise.py``, ``nan_signal.py``, ``thresholds.py``) is
 the only place in ``distribute`` that creates a TCPStore or a torch process group.
 :func:`distribute.collectives.connect.connect` meets the other tasks of the cluster (see
@@ -16,13 +16,19 @@ an NCCL group for CUDA tensors when asked), and starts a heartbeat thread.
 * every collective is agreed between workers first (``verify.py``), so differing shapes,
   dtypes or order raise :class:`CollectiveMismatchError` on every worker instead of a
   ``SIGABRT`` or a hang; in a steady training loop this costs no extra exchange;
-* every collective has a deadline (``timeout``); waiting happens in short slices, so a peer
-  that reports an exception stops the others within about a second;
+* every collective has a deadline (``timeout``): it alone judges a live peer that is slow;
+  waiting happens in short slices, between which the heartbeats judge liveness
+  (``liveness.py``): a peer that reported an exception, a peer without heartbeat for
+  ``liveness.HEARTBEAT_DEADLINE`` seconds or a chief whose store stopped answering stops the
+  wait at once;
 * a failed collective raises :class:`WorkerFailedError` or :class:`CollectiveTimeoutError`
   naming the task at fault and what it was doing (``health.py``); the group is then broken
   and every later call raises :class:`GroupBrokenError` (restart the job);
-* an exception that ends the program is reported to the peers, and the group is closed at
-  exit (idempotent :meth:`ProcessGroup.shutdown`).
+* an exception that leaves ``strategy.run`` is reported provisionally
+  (:meth:`ProcessGroup.report_raised`, withdrawn by the next collective); one that ends the
+  program is reported finally, and the group is closed at exit (idempotent
+  :meth:`ProcessGroup.shutdown`). Store requests made after a failure are bounded, so a
+  frozen chief cannot hang the others.
 
 Example (in each of two processes with the same cluster and its own task)::
 
