@@ -86,33 +86,12 @@ class LocalStatus:
         if raised is None:
             return 0
         report, thread, exc = raised
-        return report if _still_handling(thread, exc) else 0
+        return report if liveness.still_handling(thread, exc) else 0
 
     def record(self, beat: int) -> Dict[str, Any]:
         """The JSON record of a heartbeat."""
         return {"beat": beat, "seq": self.seq, "inside": self.inside, "state": self.state,
                 "doing": self.describe(), "raising": self.raising()}
-
-
-def _still_handling(thread: int, exc: int) -> bool:
-    """Whether ``thread`` is handling exception ``exc`` (a ``finally:``, an ``except:``) or died of it."""
-    current = getattr(sys, "_current_exceptions", None)
-    if current is None:  # pragma: no cover - CPython has it; elsewhere a report stays until withdrawn
-        return True
-    handled = current().get(thread, _GONE)
-    if handled is _GONE:
-        return True  # the thread ended: the exception killed it
-    value = handled[1] if isinstance(handled, tuple) else handled  # (type, value, tb) before 3.12
-    for _ in range(16):  # the exception itself, or one raised while handling it
-        if value is None:
-            return False
-        if id(value) == exc:
-            return True
-        value = value.__cause__ or value.__context__
-    return False
-
-
-_GONE = object()
 
 
 def process_identity() -> Dict[str, Any]:

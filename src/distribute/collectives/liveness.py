@@ -13,7 +13,9 @@ answered, and the peers' error reports. A collective that waits (``link.Link.wai
   nobody can read its beats, so the silence of its store is its silence; a request to a
   stopped store never returns, so the time counts from the first request left unanswered);
 * which provisional reports (an exception that left ``strategy.run`` on a peer) have been
-  present for :data:`RAISED_GRACE` seconds.
+  present for :data:`RAISED_GRACE` seconds while that peer's heartbeat says it still handles
+  the exception (:func:`still_handling`: its thread is in a ``finally:`` or ``except:`` for it,
+  or died of it; a program that caught it and went on is not).
 
 All times are this process's ``time.monotonic()`` when it observed something, so no clocks
 are compared between machines.
@@ -21,9 +23,10 @@ are compared between machines.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, Optional, Tuple
 
-__all__ = ["HEARTBEAT_DEADLINE", "RAISED_GRACE", "Observer"]
+__all__ = ["HEARTBEAT_DEADLINE", "RAISED_GRACE", "Observer", "still_handling"]
 
 HEARTBEAT_DEADLINE = 5.0
 """Seconds without a new heartbeat (or without an answer from the store) after which a peer
@@ -114,3 +117,24 @@ class Observer:
             if self.beats.get(rank, {}).get("raising") == report.get("id"):
                 return dict(report, rank=rank)
         return None
+
+
+def still_handling(thread: int, exc: int) -> bool:
+    """Whether ``thread`` is handling exception ``exc`` (a ``finally:``, an ``except:``) or died of it."""
+    current = getattr(sys, "_current_exceptions", None)
+    if current is None:  # pragma: no cover - CPython has it; elsewhere a report stays until withdrawn
+        return True
+    handled = current().get(thread, _GONE)
+    if handled is _GONE:
+        return True  # the thread ended: the exception killed it
+    value = handled[1] if isinstance(handled, tuple) else handled  # (type, value, tb) before 3.12
+    for _ in range(16):  # the exception itself, or one raised while handling it
+        if value is None:
+            return False
+        if id(value) == exc:
+            return True
+        value = value.__cause__ or value.__context__
+    return False
+
+
+_GONE = object()
