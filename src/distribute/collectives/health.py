@@ -267,7 +267,8 @@ class Monitor:
         """Stops and joins the thread (idempotent)."""
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5 * BEAT_INTERVAL + _STORE_TIMEOUT.total_seconds())
+            stuck = self.observer.store_silence(time.monotonic()) > BEAT_INTERVAL  # in a request that may never end
+            self._thread.join(timeout=BEAT_INTERVAL if stuck else 5 * BEAT_INTERVAL + _STORE_TIMEOUT.total_seconds())
 
 
 def reported_failure(tasks: Sequence[str], me: str, report: Dict[str, Any], doing: str,

@@ -38,12 +38,14 @@ Example (in each of two processes with the same cluster and its own task)::
 
 from __future__ import annotations
 
+import ctypes
 import threading
+import time
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import torch
 
-from distribute.collectives import health
+from distribute.collectives import health, liveness
 from distribute.collectives.failures import (CollectiveMismatchError, CollectiveTimeoutError, GroupBrokenError,
                                              WorkerFailedError)
 from distribute.collectives.link import Connection, Link
@@ -412,7 +414,7 @@ class ProcessGroup:
 
         A store that once did not answer is not asked again (its host is stopped or gone).
         """
-        if self._store_silent:
+        if self._note_store_silence():
             return False
         try:
             health.bounded(fn, seconds)
@@ -423,6 +425,13 @@ class ProcessGroup:
             pass
         return False
 
+    def _note_store_silence(self) -> bool:
+        """True once the store counts as silent (a call timed out, or the heartbeat waits past the deadline)."""
+        monitor = self._connection.monitor
+        if monitor is not None and monitor.observer.store_silence(time.monotonic()) > liveness.HEARTBEAT_DEADLINE:
+            self._store_silent = True  # the heartbeat already waits for an answer that does not come
+        return self._store_silent
+
     # -- leaving ---------------------------------------------------------------------------
     def shutdown(self) -> None:
         """Leaves the group: stops the heartbeat, closes the process groups (idempotent)."""
@@ -430,6 +439,7 @@ class ProcessGroup:
             return
         if self._broken is not None and self._status.state == "running":
             self.report_failure(self._broken)  # the program caught the error and ended normally
+        self._note_store_silence()
         self._closed = True
         if self._status.state == "running":
             self._status.state = "finished"
@@ -438,6 +448,9 @@ class ProcessGroup:
         connection.monitor = None
         if monitor is not None:
             monitor.stop()
+        if self._broken is not None:  # a work may still wait for a stopped or lingering peer
+            _abandon(connection.gloo)
+            _abandon(connection.nccl)
         connection.nccl = connection.gloo = None
         if board is not None:
             def leave() -> None:
@@ -456,3 +469,21 @@ class ProcessGroup:
 
     def __repr__(self) -> str:
         return f"<ProcessGroup {self.task} rank {self.rank}/{self.world_size} {self.backend}>"
+
+
+def _abandon(backend: Any) -> None:
+    """Lets a broken backend go without destroying it.
+
+    Destroying a gloo backend joins its threads, and a thread blocked in a collective with a
+    stopped (or lingering) peer returns only at gloo's own timeout (up to the collective
+    timeout, 120 s by default): neither ``abort()`` nor ``shutdown()`` unblocks it (measured,
+    torch 2.13). So the object is aborted and kept alive for good (one reference that is never
+    dropped): its sockets close when the process ends, which then does not wait.
+    """
+    if backend is None:
+        return
+    try:
+        backend.abort()
+    except Exception:  # noqa: BLE001 - not every backend can abort
+        pass
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(backend))

@@ -6,7 +6,8 @@ Real 2-worker jobs (``pg_scripts/liveness_worker.py``, started by ``distribute.l
   the default 120 s timeout: 0 failures; issue 15 saw all three fail within 34 s);
 * a peer slower than the heartbeat deadline, twice, with a 120 s timeout: no failure;
 * a stopped (SIGSTOP) worker, and a stopped chief (it hosts the store, so its silence is its
-  store's), are named within the heartbeat deadline + 2 s while the collective timeout is 60 s.
+  store's), are named within the heartbeat deadline + 2 s while the collective timeout is 60 s,
+  and the survivor can leave its group without waiting for gloo's timeout.
 """
 
 from __future__ import annotations
@@ -72,3 +73,4 @@ def test_a_stopped_task_is_named_within_the_heartbeat_deadline(mode: str, frozen
     words = "has not answered for" if frozen == "worker:0" else "no heartbeat for"
     assert words in error["message"], error
     assert error["at"] - frozen_at < liveness.HEARTBEAT_DEADLINE + 2.0, error
+    assert job[survivor].get("left_in", 99.0) < 8.0, job["output"]["text"][-3000:]  # not gloo's 60 s

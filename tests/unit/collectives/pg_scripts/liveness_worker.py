@@ -9,7 +9,8 @@ Usage: ``liveness_worker.py MODE [TIMEOUT]`` (TIMEOUT: ``timeout_seconds``, defa
   store) stops itself with SIGSTOP at step 2; the other prints what it raised, then kills it.
 
 Every task prints ``RESULT done <steps>`` or ``RESULT error {...}`` (type, task, message,
-``time.time()``); a freezing task prints ``RESULT frozen_at <time.time()>`` first.
+``time.time()``); a freezing task prints ``RESULT frozen_at <time.time()>`` first, and the
+survivor prints how long leaving the group took (``RESULT left_in``) before it kills the frozen task.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from _script import emit
 
 import distribute
 from distribute.collectives import liveness
+from distribute.collectives.connect import shutdown_all
 from distribute.collectives.cross_device_ops import CommunicationOptions
 from distribute.strategies.multi_worker_mirrored import MultiWorkerMirroredStrategy
 
@@ -55,7 +57,11 @@ def main() -> None:
             emit("error", {"type": type(exc).__name__, "task": getattr(exc, "task", None), "message": str(exc),
                            "at": time.time()})
             if freezer >= 0:
-                os.kill(strategy.extended._communicator.group._records[freezer]["pid"], signal.SIGKILL)
+                pid = strategy.extended._communicator.group._records[freezer]["pid"]
+                started = time.monotonic()
+                shutdown_all()  # what exit does: leaving must not wait for the stopped peer
+                emit("left_in", time.monotonic() - started)
+                os.kill(pid, signal.SIGKILL)
             return
         assert float(total[0]) == 2.0, total
     emit("done", STEPS[mode])
