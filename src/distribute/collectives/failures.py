@@ -1,7 +1,8 @@
 """Errors of multi-process collectives, each naming the task at fault and what it was doing.
 
-A multi-worker job fails as a whole: when one task dies, stalls, raises or calls a different
-collective, every other task raises one of these errors instead of hanging or aborting. Each
+A multi-worker job fails as a whole: when one task dies, stops, stalls, raises or calls a
+different collective, every other task raises one of these errors instead of hanging or aborting
+(a task that is only slow is not a failure until a collective exceeds its timeout). Each
 carries structured fields (``task`` such as ``'worker:1'``, ``operation``) besides its message,
 so programs and tests can tell who failed without parsing text.
 
@@ -51,7 +52,12 @@ class WorkerFailedError(UnavailableError, _TaskError):
 
 
 class CollectiveTimeoutError(DeadlineExceededError, _TaskError):
-    """A collective did not finish within its deadline; ``stalled`` names the late tasks."""
+    """A collective cannot finish: a live peer did not reach it within its deadline, or a peer stopped.
+
+    A stopped peer (SIGSTOP, a debugger; no heartbeat for ``liveness.HEARTBEAT_DEADLINE``
+    seconds, or a chief whose store stopped answering) is a stalled one: it is alive and may be
+    resumed. ``stalled`` names the late tasks.
+    """
 
     def __init__(self, message: str, *, task: Optional[str] = None, operation: Optional[str] = None,
                  stalled: Sequence[str] = ()) -> None:

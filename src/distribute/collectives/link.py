@@ -4,7 +4,14 @@
 store, the gloo backend (and NCCL's, for CUDA tensors), the health board and monitor. A
 :class:`Link` is what the wire methods (``wire.py``, ``stream.py``, ``nan_signal.py``) see of
 it: the data backends, per-deadline options, and waits that poll in short slices so that a
-peer's reported failure stops a blocked collective within about a second.
+peer's reported failure, or its silence (``liveness.py``), stops a blocked collective within
+about a second of being known.
+
+An expired slice is never a failure: a wait fails only on the work's own error, on what the
+slice check returns (a peer's report, a peer without heartbeat), or past the collective's
+limit. A send or receive (the pairwise exchange, ``pairwise.py``) cannot be waited for in
+slices (gloo breaks the whole group when a receive's wait expires), so it waits once, for the
+whole limit: a peer that stops in the middle of an exchange is found by the timeout alone.
 """
 
 from __future__ import annotations
@@ -119,24 +126,25 @@ class Link:
         self.wait(work, limit, cuda)
 
     def wait(self, work: Any, limit: float, cuda: bool = False) -> None:
-        """Waits for ``work`` in slices until ``limit`` seconds; raises the group's error if it fails."""
+        """Waits for ``work`` in slices until ``limit`` seconds; raises the group's error if it fails.
+
+        Between slices, ``peer_failed`` says whether to stop (a peer's report, a silent peer).
+        """
         if cuda:  # pragma: no cover - GPUs only; NCCL's watchdog enforces the timeout
             work.wait()
             return
         start = time.monotonic()
-        finished = False  # the work completed just as a slice expired
         while True:
             try:
                 work.wait(SLICE)
                 return
             except RuntimeError as exc:
                 elapsed = time.monotonic() - start
-                sliced = str(exc).startswith(_SLICE_EXPIRED)
-                if sliced and not finished and work.is_completed():
-                    finished = True  # wait once more: it returns at once, or raises the work's own error
-                    continue
-                if not sliced or finished or elapsed > limit + 2.0:
+                if not str(exc).startswith(_SLICE_EXPIRED) or elapsed > limit + 2.0:
                     raise self._fail(str(exc), elapsed >= 0.9 * limit, limit) from None
+                # Only a slice expired (even if the work completed just then: the next wait returns).
+                if work.is_completed():
+                    time.sleep(0.01)  # it says both: no busy loop while that lasts
                 failed = self._peer_failed()
                 if failed is not None:
                     raise failed from None

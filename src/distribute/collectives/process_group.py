@@ -1,7 +1,7 @@
 """Collectives across worker processes over ``torch.distributed``, with deadlines and blame.
 
 This layer (this module with its helpers ``connect.py``, ``rendezvous.py``, ``health.py``,
-``link.py``, ``verify.py``, ``plans.py``, ``packing.py``, ``torch_private.py``, and the wire
+``liveness.py``, ``link.py``, ``verify.py``, ``plans.py``, ``packing.py``, ``torch_private.py``, and the wire
 methods: ``wire.py``, ``stream.py``, ``pairwise.py``, ``nan_signal.py``, ``thresholds.py``) is
 the only place in ``distribute`` that creates a TCPStore or a torch process group.
 :func:`distribute.collectives.connect.connect` meets the other tasks of the cluster (see
@@ -16,13 +16,19 @@ an NCCL group for CUDA tensors when asked), and starts a heartbeat thread.
 * every collective is agreed between workers first (``verify.py``), so differing shapes,
   dtypes or order raise :class:`CollectiveMismatchError` on every worker instead of a
   ``SIGABRT`` or a hang; in a steady training loop this costs no extra exchange;
-* every collective has a deadline (``timeout``); waiting happens in short slices, so a peer
-  that reports an exception stops the others within about a second;
+* every collective has a deadline (``timeout``): it alone judges a live peer that is slow;
+  waiting happens in short slices, between which the heartbeats judge liveness
+  (``liveness.py``): a peer that reported an exception, a peer without heartbeat for
+  ``liveness.HEARTBEAT_DEADLINE`` seconds or a chief whose store stopped answering stops the
+  wait at once;
 * a failed collective raises :class:`WorkerFailedError` or :class:`CollectiveTimeoutError`
   naming the task at fault and what it was doing (``health.py``); the group is then broken
   and every later call raises :class:`GroupBrokenError` (restart the job);
-* an exception that ends the program is reported to the peers, and the group is closed at
-  exit (idempotent :meth:`ProcessGroup.shutdown`).
+* an exception that leaves ``strategy.run`` is reported provisionally
+  (:meth:`ProcessGroup.report_raised`, withdrawn by the next collective); one that ends the
+  program is reported finally, and the group is closed at exit (idempotent
+  :meth:`ProcessGroup.shutdown`). Store requests made after a failure are bounded, so a
+  frozen chief cannot hang the others.
 
 Example (in each of two processes with the same cluster and its own task)::
 
@@ -32,11 +38,14 @@ Example (in each of two processes with the same cluster and its own task)::
 
 from __future__ import annotations
 
+import ctypes
+import threading
+import time
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import torch
 
-from distribute.collectives import health
+from distribute.collectives import health, liveness
 from distribute.collectives.failures import (CollectiveMismatchError, CollectiveTimeoutError, GroupBrokenError,
                                              WorkerFailedError)
 from distribute.collectives.link import Connection, Link
@@ -49,6 +58,7 @@ from distribute.collectives.wire import PlanInputs, choose, fast_path_set, optio
 
 __all__ = ["ProcessGroup"]
 _LINGER = 10.0
+_STORE_CALL = 5.0  # seconds a report or withdrawal may take before the store counts as silent
 _CPU = torch.device("cpu")
 _PEER_CAUSED = (WorkerFailedError, GroupBrokenError, CollectiveMismatchError, CollectiveTimeoutError)
 
@@ -73,7 +83,7 @@ class ProcessGroup:
         self._records = records
         self._timeout = timeout
         self._status = status if status is not None else health.LocalStatus()
-        self._link = Link(connection, self._fail, self._peer_failed)
+        self._link = Link(connection, self._fail, self._waiting)
         self._verifier = Verifier(self._gather_ints, layout.tasks, layout.rank)
         self._channel = Channel(self._link, self._verifier, layout.rank)
         self._plans = PlanCache()
@@ -83,6 +93,8 @@ class ProcessGroup:
         self._broken: Optional[BaseException] = None
         self._closed = False
         self._limit = timeout
+        self._reports = 0  # provisional reports made (their ids)
+        self._store_silent = False
 
     # -- who -----------------------------------------------------------------------------
     @property
@@ -310,6 +322,8 @@ class ProcessGroup:
             raise ValueError(f"timeout must be a positive number of seconds or None, received {timeout!r}.")
         limit = float(timeout) if timeout else self._timeout
         self._limit = limit
+        if self._status.raised is not None:
+            self._withdraw()
         self._status.op = fp.describe
         self._status.inside = True
         return limit
@@ -324,6 +338,17 @@ class ProcessGroup:
             return None
         return self._break(health.reported_failure(self.tasks, self.task, failure, self._status.describe(),
                                                    operation if operation is not None else self._status.op))
+
+    def _waiting(self) -> Optional[BaseException]:
+        """Checked by every wait slice: a peer's final report, or what the heartbeats say (health.py)."""
+        failed = self._peer_failed()
+        if failed is not None:
+            return failed
+        monitor = self._connection.monitor
+        if monitor is None:
+            return None
+        found = health.waiting_failure(monitor.observer, self.tasks, self.rank, self._status, self._records)
+        return self._break(found) if found is not None else None
 
     def _fail(self, error: str, timed_out: bool, limit: float) -> BaseException:
         board = self._connection.board
@@ -345,7 +370,33 @@ class ProcessGroup:
             "A multi-worker job must restart after a failure (resume from the last checkpoint).",
             task=self.task, operation=operation)
 
-    # -- leaving ---------------------------------------------------------------------------
+    # -- reports -----------------------------------------------------------------------------
+    def report_raised(self, exc: BaseException) -> None:
+        """Tells the peers at once that ``exc`` left ``strategy.run`` here (provisionally).
+
+        Peers blocked in a collective fail on it while this thread still handles ``exc`` (a
+        ``finally:`` that lingers); entering the next collective withdraws it, so a program
+        that catches the error goes on. An error caused by a peer is not reported (the peers
+        know), nor one on a group that failed or shut down.
+        """
+        board = self._connection.board
+        if board is None or self._closed or self._broken is not None or isinstance(exc, _PEER_CAUSED):
+            return
+        if self._status.raised is not None and self._status.raised[2] == id(exc):
+            return  # the same exception, seen again by an outer call
+        self._reports += 1
+        report, doing, seq = self._reports, self._status.describe(), self._verifier.seq
+        if not self._store_call(lambda: board.report_raised(report, type(exc).__name__, str(exc), doing, seq)):
+            return  # the store host is gone or stopped: the peers' heartbeat checks will tell
+        self._status.raised = (self._reports, threading.get_ident(), id(exc))
+
+    def _withdraw(self) -> None:
+        raised, self._status.raised = self._status.raised, None
+        board = self._connection.board
+        if raised is None or board is None:
+            return
+        self._store_call(lambda: board.withdraw(raised[0]))
+
     def report_failure(self, exc: BaseException) -> None:
         """Tells the other tasks that this one fails with ``exc`` (called when it ends the program)."""
         board = self._connection.board
@@ -354,17 +405,41 @@ class ProcessGroup:
         culprit = exc.task if isinstance(exc, _PEER_CAUSED) else None  # another task's failure, seen from here
         doing = self._status.describe()
         self._status.state = "failed"
+        self._status.raised = None
+        self._store_call(lambda: board.report(type(exc).__name__, str(exc), doing, not isinstance(exc, _PEER_CAUSED),
+                                              culprit))
+
+    def _store_call(self, fn: Any, seconds: float = _STORE_CALL) -> bool:
+        """Runs ``fn`` (store requests) within ``seconds``; False if the store failed or did not answer.
+
+        A store that once did not answer is not asked again (its host is stopped or gone).
+        """
+        if self._note_store_silence():
+            return False
         try:
-            board.report(type(exc).__name__, str(exc), doing, not isinstance(exc, _PEER_CAUSED), culprit)
+            health.bounded(fn, seconds)
+            return True
+        except TimeoutError:
+            self._store_silent = True
         except Exception:  # noqa: BLE001 - the store host may be gone already
             pass
+        return False
 
+    def _note_store_silence(self) -> bool:
+        """True once the store counts as silent (a call timed out, or the heartbeat waits past the deadline)."""
+        monitor = self._connection.monitor
+        if monitor is not None and monitor.observer.store_silence(time.monotonic()) > liveness.HEARTBEAT_DEADLINE:
+            self._store_silent = True  # the heartbeat already waits for an answer that does not come
+        return self._store_silent
+
+    # -- leaving ---------------------------------------------------------------------------
     def shutdown(self) -> None:
         """Leaves the group: stops the heartbeat, closes the process groups (idempotent)."""
         if self._closed:
             return
         if self._broken is not None and self._status.state == "running":
             self.report_failure(self._broken)  # the program caught the error and ended normally
+        self._note_store_silence()
         self._closed = True
         if self._status.state == "running":
             self._status.state = "finished"
@@ -373,14 +448,17 @@ class ProcessGroup:
         connection.monitor = None
         if monitor is not None:
             monitor.stop()
+        if self._broken is not None:  # a work may still wait for a stopped or lingering peer
+            _abandon(connection.gloo)
+            _abandon(connection.nccl)
         connection.nccl = connection.gloo = None
         if board is not None:
-            try:
+            def leave() -> None:
                 board.publish(self._status.record(-1))
                 if self.rank == 0:
                     health.linger(board, self._records, self.world_size, _LINGER)
-            except Exception:  # noqa: BLE001 - the store host is gone; nothing left to tell
-                pass
+
+            self._store_call(leave, _LINGER + _STORE_CALL)
         connection.monitor_store = connection.board = connection.store = None
         forget, connection.forget = connection.forget, None
         if forget is not None:
@@ -391,3 +469,21 @@ class ProcessGroup:
 
     def __repr__(self) -> str:
         return f"<ProcessGroup {self.task} rank {self.rank}/{self.world_size} {self.backend}>"
+
+
+def _abandon(backend: Any) -> None:
+    """Lets a broken backend go without destroying it.
+
+    Destroying a gloo backend joins its threads, and a thread blocked in a collective with a
+    stopped (or lingering) peer returns only at gloo's own timeout (up to the collective
+    timeout, 120 s by default): neither ``abort()`` nor ``shutdown()`` unblocks it (measured,
+    torch 2.13). So the object is aborted and kept alive for good (one reference that is never
+    dropped): its sockets close when the process ends, which then does not wait.
+    """
+    if backend is None:
+        return
+    try:
+        backend.abort()
+    except Exception:  # noqa: BLE001 - not every backend can abort
+        pass
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(backend))

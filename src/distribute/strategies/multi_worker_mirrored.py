@@ -13,7 +13,10 @@ replica of every worker in a few packed buffers, so all copies stay identical.
 The cluster comes from a ``ClusterResolver`` (``TF_CONFIG`` by default). Without a cluster the
 strategy runs alone (one worker, no process group), as TensorFlow does. Failures of other
 workers, stalls and mismatched collectives raise errors naming the task (see
-``collectives/failures.py``); the job must then be restarted.
+``collectives/failures.py``); the job must then be restarted. An exception that leaves ``run``
+is reported to the other workers at once (provisionally: a program that catches it and goes on
+keeps working), so their collectives fail within seconds with its type and message, whatever
+this program does next (``collectives/health.py``).
 """
 
 from __future__ import annotations
@@ -270,13 +273,27 @@ class MultiWorkerMirroredExtended(MirroredExtended):
 
     # -- running and variables --------------------------------------------------------------
     def _run(self, fn: Callable, args: Any, kwargs: dict) -> Any:
-        self._sync_variables()
-        self._running += 1
         try:
-            with self._random.own_states():
-                return super()._run(fn, args, kwargs)
-        finally:
-            self._running -= 1
+            self._sync_variables()
+            self._running += 1
+            try:
+                with self._random.own_states():
+                    return super()._run(fn, args, kwargs)
+            finally:
+                self._running -= 1
+        except BaseException as exc:
+            self._report_raised(exc)
+            raise
+
+    def _report_raised(self, exc: BaseException) -> None:
+        """Tells the other workers at once that ``exc`` left ``run`` here (see ``health.py``).
+
+        Their collectives fail on it within seconds while this program still handles it (a
+        ``finally:`` that lingers, a debugger); a program that catches it and goes on to its
+        next collective has withdrawn it by then.
+        """
+        if isinstance(self._comm, ProcessGroupCommunicator):
+            self._comm.group.report_raised(exc)
 
     def _create_module_parameter(self, param: torch.nn.Parameter, name: str) -> Any:
         self._module_parameter = True

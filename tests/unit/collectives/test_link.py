@@ -1,7 +1,11 @@
-"""Link.wait: slices, a work that completes as a slice expires, failures (with stand-in works)."""
+"""Link.wait: slices, a work that completes as a slice expires, failures (with stand-in works).
+
+An expired slice is never a failure before the limit (issue 15: a slow peer is not a dead one).
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any, List, Optional
 
 import pytest
@@ -47,11 +51,21 @@ def test_slices_go_on_until_the_work_is_done() -> None:
     assert work.waits == 4
 
 
-def test_a_completed_work_that_keeps_failing_raises_the_group_error() -> None:
-    work = Work(["Operation timed out!"] * 2, completed_after=1)
+def test_an_expired_slice_is_never_a_failure_before_the_limit() -> None:
+    work = Work(["Operation timed out!"] * 5, completed_after=1)  # completed, yet its slices keep expiring
+    link().wait(work, 5.0)
+    assert work.waits == 6
+
+
+def test_a_work_whose_slices_expire_past_the_limit_fails_as_timed_out() -> None:
+    failures: List[Any] = []
+    never = Work(["Operation timed out!"] * 10_000, completed_after=10_000)
+    never.wait = lambda timeout=None: (time.sleep(0.01), Work.wait(never))[1]  # type: ignore[method-assign]
+    waiting = Link(Connection(), lambda error, timed_out, limit: failures.append(timed_out) or Failed(error),
+                   lambda: None)
     with pytest.raises(Failed, match="Operation timed out"):
-        link().wait(work, 5.0)
-    assert work.waits == 2
+        waiting.wait(never, 0.1)
+    assert failures == [True]
 
 
 def test_another_error_and_a_peer_failure_raise() -> None:
