@@ -29,7 +29,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 if SRC.is_dir() and str(SRC) not in sys.path:
@@ -195,7 +195,26 @@ SCENARIOS: Dict[str, Callable[[], Outcome]] = {
 """Every scenario, by the name given on the command line."""
 
 
+def _job_secret() -> str:
+    from distribute.cluster_resolver.job_secret import make_secret
+
+    return os.environ.get("DISTRIBUTE_JOB_SECRET") or make_secret()
+
+
+def _hand_made(run: Callable[[], Tuple[str, Optional[float]]]) -> Callable[[], Outcome]:
+    return lambda: Outcome(*run())
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _rendezvous_faults import scenarios as _rendezvous_scenarios, task_main  # noqa: E402
+
+SCENARIOS.update({name: _hand_made(run) for name, run in _rendezvous_scenarios(_job_secret).items()})
+
+
 def main(argv: list) -> int:
+    if len(argv) == 3 and argv[0] == "--task":
+        task_main(float(argv[1]), float(argv[2]))
+        return 0
     if len(argv) >= 4 and argv[0] == "--worker":
         _worker(argv[1], int(argv[2]), float(argv[3]))
         return 0

@@ -1,9 +1,11 @@
 """Collectives across worker processes over ``torch.distributed``, with deadlines and blame.
 
-This layer (this module with its helpers ``connect.py``, ``rendezvous.py``, ``health.py``,
-``liveness.py``, ``link.py``, ``verify.py``, ``plans.py``, ``packing.py``, ``torch_private.py``, and the wire
-methods: ``wire.py``, ``stream.py``, ``pairwise.py``, ``nan_signal.py``, ``thresholds.py``) is
-the only place in ``distribute`` that creates a TCPStore or a torch process group.
+This layer (this module with its helpers ``connect.py``, ``rendezvous.py``, ``authstore.py``,
+``authstore_server.py``, ``auth.py``, ``data_auth.py``, ``gloo_listener.py``, ``health.py``,
+``liveness.py``, ``link.py``, ``verify.py``, ``plans.py``, ``packing.py``, ``torch_private.py``,
+and the wire methods: ``wire.py``, ``stream.py``, ``pairwise.py``, ``nan_signal.py``,
+``thresholds.py``) is the only place in ``distribute`` that creates a store, a listener or a
+torch process group.
 :func:`distribute.collectives.connect.connect` meets the other tasks of the cluster (see
 ``rendezvous.py``), builds a gloo process group whose sockets bind this task's own address (plus
 an NCCL group for CUDA tensors when asked), and starts a heartbeat thread.
