@@ -164,24 +164,29 @@ def rogue_worker(secret: str) -> Tuple[str, Optional[float]]:
             + ", ".join(f"{s['type']} {s['message']}" for s in sums), rogue_seen.get("elapsed"))
 
 
+_FORGER = """
+import datetime, json, sys
+import torch.distributed as dist
+try:
+    store = dist.TCPStore(sys.argv[1], int(sys.argv[2]), None, False, datetime.timedelta(seconds=2))
+    store.set("distribute/error/1", json.dumps({"type": "ValueError", "message": "forged", "primary": True}))
+    print("FORGER the forger wrote its report")
+except Exception as exc:
+    print(f"FORGER the forger failed: {type(exc).__name__}: {str(exc).splitlines()[0][:60]}")
+"""
+
+
 def forged_report(secret: str) -> Tuple[str, Optional[float]]:
-    """A plain torch TCPStore client tries to write a failure report into a running job's store."""
-    import datetime
-
-    import torch.distributed as dist
-
+    """A plain torch TCPStore client (its own process) tries to write a failure report into a running job."""
     spec = _cluster()
     procs = [_start(spec, i, secret, hold=3.0, timeout=30.0) for i in range(2)]
     host, port = spec["worker"][0].rsplit(":", 1)
     _listening(int(port))
     started = time.monotonic()
-    try:
-        store = dist.TCPStore(host, int(port), None, False, datetime.timedelta(seconds=2))
-        store.set("distribute/error/1", json.dumps({"type": "ValueError", "message": "forged", "primary": True}))
-        forged = "the forger wrote its report"
-    except Exception as exc:  # noqa: BLE001 - expected: the store does not speak to it
-        forged = f"the forger failed: {type(exc).__name__}: {str(exc)[:60]}"
+    forger = subprocess.run([sys.executable, "-c", _FORGER, host, port], capture_output=True, text=True, timeout=60)
     elapsed = time.monotonic() - started
+    lines = [line for line in forger.stdout.splitlines() if line.startswith("FORGER ")]
+    forged = lines[0][len("FORGER "):] if lines else f"the forger printed nothing (exit status {forger.returncode})"
     job = ", ".join(f"{o['type']} {o['message'][:40]}" for o in (_outcome(p) for p in procs))
     return f"{forged} | job: {job}", elapsed
 
