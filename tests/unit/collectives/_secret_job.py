@@ -117,3 +117,32 @@ def listening_ports(pid: int) -> List[int]:
             if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
                 ports.add(int(fields[1].rsplit(":", 1)[1], 16))
     return sorted(ports)
+
+
+def fake_listener(answer: bytes) -> socket.socket:
+    """Listens on a free port of 127.0.0.1; accepts every connection and sends ``answer`` (b'': nothing).
+
+    Close the returned socket to stop it (its accepted connections are closed then).
+    """
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    held: List[socket.socket] = []
+
+    def loop() -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                break
+            held.append(conn)
+            if answer:
+                try:
+                    conn.sendall(answer)
+                except OSError:
+                    pass
+        for conn in held:
+            conn.close()
+
+    threading.Thread(target=loop, daemon=True).start()
+    return sock

@@ -20,6 +20,8 @@ from distribute.collectives.authstore_server import MAX_FRAME, OPS, PURPOSE, Sto
 from distribute.collectives.torch_private import gloo_options
 from distribute.errors import DeadlineExceededError
 
+from ._secret_job import fake_listener
+
 SECRET = b"s" * 64
 
 
@@ -235,30 +237,9 @@ def test_a_closed_server_fails_its_clients(server: StoreServer) -> None:
 
 
 # -- what the client meets ------------------------------------------------------------------------
-def _fake_server(answer: bytes) -> socket.socket:
-    """A listener that accepts and then sends ``answer`` (b'': nothing) on every connection."""
-    sock = _listener()
-    conns: List[socket.socket] = []
-
-    def loop() -> None:
-        while True:
-            try:
-                conn, _ = sock.accept()
-            except OSError:
-                break
-            conns.append(conn)
-            if answer:
-                conn.sendall(answer)
-        for conn in conns:
-            conn.close()
-
-    threading.Thread(target=loop, daemon=True).start()
-    return sock
-
-
 @pytest.mark.parametrize("answer", [b"", b"HTTP/1.1 400 Bad Request\r\n" * 4], ids=["mute", "garbage"])
 def test_connect_store_is_bounded_by_its_deadline(answer: bytes) -> None:
-    fake = _fake_server(answer)
+    fake = fake_listener(answer)
     started = time.monotonic()
     try:
         with pytest.raises(StoreUnreachableError) as info:

@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Dict, Iterator, List
@@ -27,7 +26,7 @@ from distribute.cluster_resolver import ClusterSpec
 from distribute.collectives.authstore import StoreTimeoutError, connect_store
 from distribute.collectives.connect import connect
 from distribute.collectives.failures import RendezvousTimeoutError
-from ._secret_job import ROOT, Task, cluster, free_ports
+from ._secret_job import ROOT, Task, cluster, fake_listener, free_ports
 
 pytestmark = pytest.mark.multiprocess
 SCRIPT = Path(__file__).resolve().parent / "pg_scripts" / "bounds_worker.py"
@@ -51,35 +50,9 @@ def _outcome(task: Task) -> Dict[str, object]:
     return json.loads(line.split(" ", 2)[2])
 
 
-def _fake_chief(answer: bytes) -> socket.socket:
-    """Listens on a free port; accepts every connection and sends ``answer`` (b'': nothing)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    held: List[socket.socket] = []
-
-    def loop() -> None:
-        while True:
-            try:
-                conn, _ = sock.accept()
-            except OSError:
-                break
-            held.append(conn)
-            if answer:
-                try:
-                    conn.sendall(answer)
-                except OSError:
-                    pass
-        for conn in held:
-            conn.close()
-
-    threading.Thread(target=loop, daemon=True).start()
-    return sock
-
-
 @pytest.mark.parametrize("answer", [b"", b"\x00\xff junk " * 64], ids=["mute-listener", "garbage-server"])
 def test_a_chief_port_that_does_not_speak_the_protocol_times_out(answer: bytes) -> None:
-    fake = _fake_chief(answer)
+    fake = fake_listener(answer)
     address = f"127.0.0.1:{fake.getsockname()[1]}"
     spec = ClusterSpec({"worker": [address, f"127.0.0.1:{free_ports(1)[0]}"]})
     started = time.monotonic()
