@@ -28,8 +28,8 @@ from typing import Optional
 
 from distribute.errors import UnauthenticatedError
 
-__all__ = ["HANDSHAKE_TIMEOUT", "MAGIC", "HandshakeError", "client_handshake", "proof", "recv_exact",
-           "server_handshake"]
+__all__ = ["HANDSHAKE_TIMEOUT", "MAGIC", "HandshakeError", "client_handshake", "peer_address", "proof",
+           "recv_exact", "server_handshake"]
 
 MAGIC = b"DSTAUTH1"
 NONCE_BYTES = 32
@@ -82,7 +82,8 @@ def recv_exact(sock: socket.socket, count: int, deadline: float) -> bytes:
     return b"".join(chunks)
 
 
-def _peer(sock: socket.socket) -> str:
+def peer_address(sock: socket.socket) -> str:
+    """The other end of a connected socket as ``host:port`` (for messages and logs)."""
     try:
         name = sock.getpeername()
     except OSError:
@@ -98,7 +99,7 @@ def server_handshake(sock: socket.socket, secret: Optional[bytes], purpose: byte
         HandshakeError: the client sent something else, too little, or a wrong proof.
     """
     deadline = time.monotonic() + timeout
-    address = _peer(sock)
+    address = peer_address(sock)
     mine = os.urandom(NONCE_BYTES)
     try:
         sock.sendall(MAGIC + mine)
@@ -127,7 +128,7 @@ def client_handshake(sock: socket.socket, secret: Optional[bytes], purpose: byte
         HandshakeError: the server is not a distribute task, does not answer in time, or does
             not know the secret (``reason`` says which).
     """
-    address = _peer(sock)
+    address = peer_address(sock)
     try:
         hello = recv_exact(sock, len(MAGIC) + NONCE_BYTES, deadline)
     except (OSError, TimeoutError) as exc:

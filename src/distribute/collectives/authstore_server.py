@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Dict, List, Optional, Set, Tuple
 
-from distribute.collectives.auth import HANDSHAKE_TIMEOUT, HandshakeError, server_handshake
+from distribute.collectives.auth import HANDSHAKE_TIMEOUT, HandshakeError, peer_address, server_handshake
 
 __all__ = ["MAX_FRAME", "MAX_UNAUTHENTICATED", "OPS", "PURPOSE", "FrameError", "StoreServer", "pack_frame",
            "read_frame", "unpack_fields"]
@@ -240,7 +240,7 @@ class StoreServer:
                 return  # closed, or broke the protocol: this connection only
 
     def _refuse(self, conn: socket.socket, why: str) -> None:
-        address = _peer(conn)
+        address = peer_address(conn)
         conn.close()
         with self._lock:
             self.refusals = (self.refusals + [address])[-100:]
@@ -281,10 +281,3 @@ def _why(exc: HandshakeError) -> str:
         return "it is not a distribute task (it sent something else)"
     return "it gave no proof of the job secret (it stayed silent or hung up)"
 
-
-def _peer(conn: socket.socket) -> str:
-    try:
-        name = conn.getpeername()
-        return f"{name[0]}:{name[1]}"
-    except (OSError, IndexError, TypeError):
-        return "an unknown address"
