@@ -19,20 +19,10 @@ from distribute.cluster_resolver import ClusterConfigError, ClusterSpec
 from distribute.collectives.failures import GroupBrokenError, PortInUseError, RendezvousTimeoutError
 from distribute.collectives.connect import connect
 from distribute.errors import AlreadyExistsError, DeadlineExceededError, UnavailableError
+from ._secret_job import free_ports
 from ._two_workers import BOTH_WAYS, run_two_workers
 
 SCRIPT = Path(__file__).resolve().parent / "pg_scripts" / "pg_worker.py"
-
-
-def free_ports(count: int) -> List[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def spec_of(ports: List[int]) -> ClusterSpec:
