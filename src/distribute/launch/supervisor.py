@@ -8,7 +8,8 @@ signals and enforces the deadline:
 * a task that exits with a non-zero status is the *failed task*: every other task's group
   gets SIGTERM, then SIGKILL after the grace period;
 * when the chief and all workers have succeeded, the parameter servers (which serve them
-  and never finish on their own) are stopped the same way, and that is a success;
+  and never finish on their own) are stopped the same way, and that is a success (this is
+  for ps tasks without a chief, which :func:`~distribute.launch.launch` never plans);
 * a *parameter-server job* (ps tasks and a chief, the coordinator) ends with its chief
   instead: a worker or ps that fails is only reported (``[launch] worker:1 exited with
   status 1; the coordinator carries on``), since the coordinator retries its work on other
