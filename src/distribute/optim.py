@@ -91,7 +91,7 @@ class Optimizer:
         index = None if ctx is None else ctx._local_id
         with _Disable():
             for p in self._params():
-                if issubclass(type(p), RemoteVariable):
+                if isinstance(p, RemoteVariable):
                     p._clear_grad(set_to_none)
                     continue
                 comps = p._components() if is_distributed_variable(p) else (p,)

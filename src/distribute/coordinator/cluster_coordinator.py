@@ -13,7 +13,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Optional
 
 from distribute._base.nest import map_structure
 from distribute.coordinator.closure_queue import Closure, ClosureQueue

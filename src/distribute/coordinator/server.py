@@ -37,7 +37,8 @@ def _cluster_dict(value: Any) -> Dict[str, List[str]]:
     if not isinstance(value, ClusterSpec):
         raise TypeError("Expected `server_or_cluster_def` to be a distribute.cluster_resolver.ClusterSpec, a "
                         f"dict of job name -> addresses, or a ClusterResolver; received {value!r}.")
-    return {job: list(tasks) for job, tasks in value.as_dict().items()}
+    return {job: [str(tasks[k]) for k in sorted(tasks)] if isinstance(tasks, dict) else [str(t) for t in tasks]
+            for job, tasks in value.as_dict().items()}
 
 
 class Server:

@@ -153,9 +153,9 @@ class WorkerHandle:
                 self._sent.discard(closure.function.digest)
                 again.append(closure)
             elif status == "unavailable":
-                error = UnavailableError(entry["message"])
-                closure.output._fail(error)
-                self._queue.fail_fatally(error)
+                fatal = UnavailableError(entry["message"])
+                closure.output._fail(fatal)
+                self._queue.fail_fatally(fatal)
             else:
                 error = _remote_exception(blob, tensors, entry)
                 closure.output._fail(error)

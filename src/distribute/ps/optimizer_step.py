@@ -33,7 +33,7 @@ def remote_step(optimizer: torch.optim.Optimizer, key: str, closure: Optional[Ca
     if closure is not None:
         with torch.enable_grad():
             loss = closure()
-    dense: Dict[Tuple[int, str], Tuple[Any, List[int], List[torch.Tensor]]] = {}
+    dense: Dict[Tuple[int, int], Tuple[Any, List[int], List[torch.Tensor]]] = {}
     calls: List[Callable[[], Any]] = []
     with _Disable():
         for group in optimizer.param_groups:

@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 
 import torch
 
-from distribute.errors import InvalidArgumentError, NotFoundError
+from distribute.errors import NotFoundError
 from distribute.ps import wire
 from distribute.ps.optimizer_spec import build_optimizer, hyperparameters
 
@@ -84,7 +84,8 @@ class ParameterStore:
     def _assign(self, meta: Dict[str, Any], buffers: List[wire.Buffer]) -> wire.Message:
         stored, value = self._get(meta["id"]), buffers[0]
         assert isinstance(value, torch.Tensor)
-        op = {"assign": torch.Tensor.copy_, "add": torch.Tensor.add_, "sub": torch.Tensor.sub_}[meta["op"]]
+        ops: Dict[str, Any] = {"assign": torch.Tensor.copy_, "add": torch.Tensor.add_, "sub": torch.Tensor.sub_}
+        op = ops[meta["op"]]
         with stored.lock, torch.no_grad():
             op(stored.tensor, value.to(stored.tensor.dtype))
             return self._out([stored.tensor.detach().clone()] if meta.get("read", True) else [])

@@ -126,7 +126,7 @@ class RpcServer:
                                    options=_SIZES + [("grpc.so_reuseport", 0),
                                                      ("grpc.http2.min_ping_interval_without_data_ms", 500),
                                                      ("grpc.http2.max_ping_strikes", 0)])
-        methods = {"Hello": self._hello, "Prove": self._prove}
+        methods: Dict[str, Callable[[bytes, Any], bytes]] = {"Hello": self._hello, "Prove": self._prove}
         methods.update({name: self._guarded(fn) for name, fn in handlers.items()})
         self._server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
             SERVICE, {name: grpc.unary_unary_rpc_method_handler(fn) for name, fn in methods.items()})])

@@ -36,7 +36,6 @@ class TaskDevice(str):
     """A TensorFlow device string that also answers ``.type``/``.index`` like a ``torch.device``."""
 
     type = "cpu"
-    index = None
 
 
 def task_device(ps: int) -> TaskDevice:
@@ -157,7 +156,7 @@ class PSVariable(_OnePS):
 class WorkerVariable(_OnePS):
     """A worker's copy of a variable inside scheduled functions: read when the closure starts."""
 
-    __torch_function__ = torch._C._disabled_torch_function_impl  # a plain tensor to every operation
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]  # plain to torch
 
     @classmethod
     def _remote(cls, conns: Connections, ref: Tuple[Any, ...]) -> "WorkerVariable":

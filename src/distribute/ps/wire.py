@@ -52,7 +52,7 @@ def tensor_dtype(name: str) -> torch.dtype:
 def _raw(tensor: torch.Tensor) -> memoryview:
     with torch._C.DisableTorchFunctionSubclass():
         flat = tensor.detach().cpu().contiguous().reshape(-1)
-        return memoryview(flat.view(torch.uint8).numpy())
+        return memoryview(flat.view(torch.uint8).numpy())  # type: ignore[arg-type]
 
 
 def encode(meta: Dict[str, Any], buffers: Sequence[Buffer] = ()) -> bytes:
@@ -123,7 +123,7 @@ Resolve = Callable[[tuple], Any]
 def _pickler_class() -> type:
     import cloudpickle  # the ``ps`` extra; imported when a closure first travels
 
-    class _Pickler(cloudpickle.CloudPickler):  # type: ignore[misc, name-defined]
+    class _Pickler(cloudpickle.CloudPickler):
         def __init__(self, file: io.BytesIO, persist: Persist) -> None:
             super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
             self._persist = persist

@@ -55,7 +55,7 @@ def check_cluster(resolver: Any) -> Dict[str, List[str]]:
     if not isinstance(resolver, ClusterResolver):
         raise TypeError("Expected `cluster_resolver` to be a distribute.cluster_resolver.ClusterResolver "
                         f"(TFConfigClusterResolver, SimpleClusterResolver, ...), received {resolver!r}.")
-    cluster = {job: list(tasks) for job, tasks in resolver.cluster_spec().as_dict().items()}
+    cluster = {job: [str(t) for t in _tasks(tasks)] for job, tasks in resolver.cluster_spec().as_dict().items()}
     if not cluster:
         raise ValueError("Cluster spec must be non-empty in `distribute.cluster_resolver.ClusterResolver`.")
     if not cluster.get("ps"):
@@ -65,6 +65,11 @@ def check_cluster(resolver: Any) -> Dict[str, List[str]]:
     if len(cluster.get("chief", ())) > 1:
         raise ValueError(f"There must be at most one chief (the coordinator); received {len(cluster['chief'])}.")
     return cluster
+
+
+def _tasks(tasks: Any) -> List[Any]:
+    """A job's addresses in task order (a ClusterSpec job may be a dict of index -> address)."""
+    return [tasks[k] for k in sorted(tasks)] if isinstance(tasks, dict) else list(tasks)
 
 
 class ParameterServerStrategy(Strategy):
