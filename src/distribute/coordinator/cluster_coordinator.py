@@ -72,7 +72,8 @@ class ClusterCoordinator:
                          for i in range(workers)]
         self._misses = [0] * self._conns.count("ps")
         self._stopped = threading.Event()
-        threading.Thread(target=self._heartbeats, name="coordinator-heartbeats", daemon=True).start()
+        self._heartbeat = threading.Thread(target=self._heartbeats, name="coordinator-heartbeats", daemon=True)
+        self._heartbeat.start()
         atexit.register(self._shutdown)
 
     @property
@@ -194,6 +195,10 @@ class ClusterCoordinator:
                 wait()
             except Exception:  # noqa: BLE001 - a task already gone
                 pass
+        for handle in self._handles:
+            handle.join(2.0)
+        self._heartbeat.join(2.0)
+        self._conns.close()
 
     def __reduce__(self) -> Any:
         raise TypeError("A ClusterCoordinator cannot be used inside a scheduled function (it lives on the "

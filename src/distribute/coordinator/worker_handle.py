@@ -71,6 +71,10 @@ class WorkerHandle:
         self._thread = threading.Thread(target=self._loop, name=f"coordinator-worker:{index}", daemon=True)
         self._thread.start()
 
+    def join(self, timeout: float) -> None:
+        """Waits for the thread to end (after the queue stopped)."""
+        self._thread.join(timeout)
+
     def _loop(self) -> None:
         while not self._queue.stopped:
             if not self._ready():
@@ -149,6 +153,8 @@ class WorkerHandle:
             status = entry["status"]
             if status == "ok":
                 closure.output._set(wire.loads(blob, tensors, lambda ref: None))
+            elif status == "cancelled":
+                closure.output._abort()
             elif status == "missing":
                 self._sent.discard(closure.function.digest)
                 again.append(closure)

@@ -18,7 +18,7 @@ import torch
 from distribute._base.nest import map_structure
 from distribute._core.replica_context import InputContext
 from distribute._core.variables import Variable
-from distribute.errors import OutOfRangeError, UnavailableError
+from distribute.errors import FailedPreconditionError, OutOfRangeError, UnavailableError
 from distribute.ps import closure_state, wire
 from distribute.ps.connections import Connections
 from distribute.ps.sharded_variable import ShardedVariable
@@ -41,6 +41,7 @@ class WorkerRuntime:
         self._sharded: Dict[int, ShardedVariable] = {}
         self._functions: Dict[str, Tuple[Any, List[WorkerVariable]]] = {}
         self._resources: Dict[int, Any] = {}
+        self._resource_errors: Dict[int, BaseException] = {}
         self._lock = threading.Lock()
 
     def handlers(self) -> Dict[str, Any]:
@@ -66,9 +67,18 @@ class WorkerRuntime:
             if kind == "strategy":
                 return self.strategy
             if kind == "pwv":
-                return self._resources[ref[1][self.index]]
+                return self._resource_of(int(ref[1][self.index]))
             raise ValueError(f"{self.task} received an unknown reference {kind!r}.")
         return resolve
+
+    def _resource_of(self, resource: int) -> Any:
+        if resource in self._resources:
+            return self._resources[resource]
+        error = self._resource_errors.get(resource)
+        if error is not None:
+            raise error
+        raise FailedPreconditionError(f"{self.task} has no per-worker resource {resource}: it was made by another "
+                                      "coordinator.")
 
     def _sharded_variable(self, ref: Tuple[Any, ...]) -> ShardedVariable:
         var = self._sharded.get(ref[1])
@@ -89,11 +99,15 @@ class WorkerRuntime:
     def _run(self, meta: Dict[str, Any], buffers: List[wire.Buffer]) -> wire.Message:
         out_meta: List[Dict[str, Any]] = []
         out: List[wire.Buffer] = []
-        position = 0
+        position, failed = 0, False
         with self._lock:
             for entry in meta["closures"]:
                 taken, position = _slices(entry, buffers, position)
-                result, blob_and_tensors = self._one(entry, taken)
+                if failed:  # an earlier closure of the batch failed: the rest are cancelled
+                    result, blob_and_tensors = {"status": "cancelled"}, [b""]
+                else:
+                    result, blob_and_tensors = self._one(entry, taken)
+                    failed = result["status"] in ("error", "unavailable")
                 result["n"] = len(blob_and_tensors) - 1
                 out_meta.append(result)
                 out.extend(blob_and_tensors)
@@ -133,14 +147,18 @@ class WorkerRuntime:
 
     # -- Resource ------------------------------------------------------------------------
     def _resource(self, meta: Dict[str, Any], buffers: List[wire.Buffer]) -> wire.Message:
+        resource = int(meta["id"])
         with self._lock:
-            if meta["kind"] == "iterator":
-                self._resources[int(meta["id"])] = iter(self._resources[int(meta["dataset"])])
-                return {}, []
-            blob = buffers[0]
-            assert isinstance(blob, bytes)
-            dataset_fn = self._load(blob, list(buffers[1:]), [])
-            self._resources[int(meta["id"])] = self._build(dataset_fn)
+            try:
+                if meta["kind"] == "iterator":
+                    self._resources[resource] = iter(self._resource_of(int(meta["dataset"])))
+                else:
+                    blob = buffers[0]
+                    assert isinstance(blob, bytes)
+                    self._resources[resource] = self._build(self._load(blob, list(buffers[1:]), []))
+            except Exception as exc:  # the closures that use it raise it too
+                self._resource_errors[resource] = exc
+                raise
         return {}, []
 
     def _build(self, dataset_fn: Any) -> Any:

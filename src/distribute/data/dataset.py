@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from typing import Any, Callable, Iterator as PyIterator, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator as PyIterator, Optional, Sequence, Tuple
 
 import torch
 
@@ -87,6 +87,17 @@ class Dataset(InspectionMethods, MoreTransformations, MoreSources, SavingMethods
         self._spec_cache = _UNSET
         self._ra_cache = _UNSET
         self._iterations = itertools.count()
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """Pickles the pipeline without its caches (a parameter-server worker rebuilds them)."""
+        state = dict(self.__dict__)
+        for cache in ("_spec_cache", "_ra_cache", "_iterations"):
+            state.pop(cache, None)
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._reset_caches()
 
     def _walk(self) -> PyIterator["Dataset"]:
         """This node and every node upstream of it, depth first."""

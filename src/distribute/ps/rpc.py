@@ -122,7 +122,8 @@ class RpcServer:
         self._sessions: set = set()
         self._lock = threading.Lock()
         self.refusals = _Refusals(task)
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers, thread_name_prefix=f"rpc-{task}"),
+        self._executor = futures.ThreadPoolExecutor(max_workers, thread_name_prefix=f"rpc-{task}")
+        self._server = grpc.server(self._executor,
                                    options=_SIZES + [("grpc.so_reuseport", 0),
                                                      ("grpc.http2.min_ping_interval_without_data_ms", 500),
                                                      ("grpc.http2.max_ping_strikes", 0)])
@@ -142,6 +143,7 @@ class RpcServer:
     def stop(self, grace: Optional[float] = None) -> None:
         """Stops serving (calls in flight get ``grace`` seconds)."""
         self._server.stop(grace).wait(5.0)
+        self._executor.shutdown(wait=False)
 
     # -- the handshake ------------------------------------------------------------------
     def _hello(self, request: bytes, context: Any) -> bytes:

@@ -86,7 +86,7 @@ class ShardedVariable(RemoteVariable):
     def _plain_repr(self) -> str:
         return (f"<distribute.ShardedVariable '{self.name}' shape={tuple(self.shape)} "
                 f"dtype={dtype_name(self.dtype)}, shards={len(self._shards)}, "
-                f"numpy={numpy_text(self.read_value().numpy())}>")
+                f"numpy={numpy_text(self.read_value().detach().numpy())}>")
 
     def __repr__(self) -> str:  # type: ignore[override]
         return self._plain_repr()
