@@ -131,7 +131,10 @@ class RpcServer:
         methods.update({name: self._guarded(fn) for name, fn in handlers.items()})
         self._server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
             SERVICE, {name: grpc.unary_unary_rpc_method_handler(fn) for name, fn in methods.items()})])
-        self.port = self._server.add_insecure_port(address)
+        try:
+            self.port = self._server.add_insecure_port(address)
+        except RuntimeError:  # grpcio raises when the bind fails; older versions return 0
+            self.port = 0
         if self.port == 0:
             raise UnavailableError(f"{task} cannot listen on {address}: the address is in use or not this "
                                    "machine's. Give every task a free port of its own host.")
