@@ -7,15 +7,16 @@ GOLDEN = [
     "AggregatingVariable", "CrossDeviceOps", "DistributedDataset", "DistributedIterator",
     "DistributedValues", "DistributedVariable", "HierarchicalCopyAllReduce", "InputContext",
     "InputOptions", "InputReplicationMode", "Mirrored", "MirroredStrategy", "MirroredVariable", "MultiWorkerMirroredStrategy",
-    "NcclAllReduce", "OneDeviceStrategy", "PerReplica", "ReduceOp", "ReductionToOneDevice",
-    "ReplicaContext", "Strategy", "StrategyExtended", "SyncOnReadVariable", "TensorSpec", "Variable",
-    "VariableAggregation", "VariableSynchronization", "cluster_resolver", "compat", "data", "errors", "experimental",
+    "NcclAllReduce", "OneDeviceStrategy", "ParameterServerStrategy", "PerReplica", "ReduceOp",
+    "ReductionToOneDevice", "ReplicaContext", "Server", "ShardedVariable", "Strategy", "StrategyExtended", "SyncOnReadVariable", "TensorSpec", "Variable",
+    "VariableAggregation", "VariableSynchronization", "cluster_resolver", "compat", "coordinator", "data", "errors", "experimental",
     "experimental_set_strategy", "function", "get_cross_replica_context", "get_replica_context",
     "get_strategy", "has_strategy", "in_cross_replica_context", "nn", "optim",
 ]
 GOLDEN_EXPERIMENTAL = [
     "CentralStorageStrategy", "CollectiveCommunication", "CommunicationImplementation",
-    "CommunicationOptions", "MultiWorkerMirroredStrategy", "ValueContext",
+    "CommunicationOptions", "MultiWorkerMirroredStrategy", "ParameterServerStrategy", "ValueContext",
+    "coordinator", "partitioners",
 ]
 
 
