@@ -12,7 +12,8 @@ import inspect
 import types
 from typing import Iterator, List
 
-NAMESPACES = ("distribute", "distribute.experimental", "distribute.errors", "distribute.data",
+NAMESPACES = ("distribute", "distribute.experimental", "distribute.experimental.coordinator",
+              "distribute.experimental.partitioners", "distribute.coordinator", "distribute.errors", "distribute.data",
               "distribute.data.experimental", "distribute.cluster_resolver", "distribute.optim",
               "distribute.nn", "distribute.launch", "distribute.compat.v1")
 

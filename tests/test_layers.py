@@ -19,8 +19,10 @@ LAYERS: List[Tuple[str, ...]] = [
     ("cluster_resolver", "data"),
     ("_core",),
     ("collectives", "distributed_input"),
+    ("ps",),
     ("strategies",),
     ("function", "nn", "optim"),
+    ("coordinator",),
     ("experimental", "compat"),
     ("<root>",),  # distribute/__init__.py: the facade that re-exports every layer below
     ("launch",),

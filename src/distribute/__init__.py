@@ -52,6 +52,10 @@ from distribute.function import function
 from distribute.strategies.mirrored import MirroredStrategy
 from distribute.strategies.multi_worker_mirrored import MultiWorkerMirroredStrategy
 from distribute.strategies.one_device import OneDeviceStrategy
+from distribute.strategies.parameter_server import ParameterServerStrategy
+from distribute.ps.sharded_variable import ShardedVariable
+from distribute import coordinator  # noqa: E402  (after the strategies it schedules for)
+from distribute.coordinator import Server
 from distribute import compat, experimental  # noqa: E402  (re-export strategies defined above)
 
 __version__ = _package_version()
@@ -60,9 +64,9 @@ __all__ = [
     "AggregatingVariable", "CrossDeviceOps", "DistributedDataset", "DistributedIterator",
     "DistributedValues", "DistributedVariable", "HierarchicalCopyAllReduce", "InputContext",
     "InputOptions", "InputReplicationMode", "Mirrored", "MirroredStrategy", "MirroredVariable", "MultiWorkerMirroredStrategy",
-    "NcclAllReduce", "OneDeviceStrategy", "PerReplica", "ReduceOp", "ReductionToOneDevice",
-    "ReplicaContext", "Strategy", "StrategyExtended", "SyncOnReadVariable", "TensorSpec", "Variable",
-    "VariableAggregation", "VariableSynchronization", "cluster_resolver", "compat", "data", "errors", "experimental",
+    "NcclAllReduce", "OneDeviceStrategy", "ParameterServerStrategy", "PerReplica", "ReduceOp", "ReductionToOneDevice",
+    "ReplicaContext", "Server", "ShardedVariable", "Strategy", "StrategyExtended", "SyncOnReadVariable", "TensorSpec", "Variable",
+    "VariableAggregation", "VariableSynchronization", "cluster_resolver", "compat", "coordinator", "data", "errors", "experimental",
     "experimental_set_strategy", "function", "get_cross_replica_context", "get_replica_context",
     "get_strategy", "has_strategy", "in_cross_replica_context", "nn", "optim",
 ]

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
@@ -29,6 +30,8 @@ from distribute._core.distributed_variables import DistributedVariable
 from distribute._core.gradients import is_distributed_variable
 from distribute._core.replica_context import ReplicaContext
 from distribute._core.strategy import Strategy
+from distribute.ps.optimizer_step import remote_step
+from distribute.ps.variables import RemoteVariable
 
 __all__ = ["Adam", "AdamW", "Optimizer", "SGD"]
 
@@ -49,6 +52,7 @@ class Optimizer:
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"Expected a torch.optim.Optimizer to wrap, received {optimizer!r}.")
         self._optimizer = optimizer
+        self._key = uuid.uuid4().hex  # names this optimizer's state on parameter servers
 
     @property
     def optimizer(self) -> torch.optim.Optimizer:
@@ -87,6 +91,9 @@ class Optimizer:
         index = None if ctx is None else ctx._local_id
         with _Disable():
             for p in self._params():
+                if issubclass(type(p), RemoteVariable):
+                    p._clear_grad(set_to_none)
+                    continue
                 comps = p._components() if is_distributed_variable(p) else (p,)
                 for c in (comps if index is None else comps[index:index + 1] if index < len(comps) else ()):
                     _clear(c, set_to_none)
@@ -101,6 +108,8 @@ class Optimizer:
         return ctx.merge_call(lambda strategy: self._apply(closure, strategy))
 
     def _apply(self, closure: Optional[Callable[[], Any]], strategy: Optional[Strategy] = None) -> Any:
+        if any(issubclass(type(p), RemoteVariable) for p in self._params()):
+            return remote_step(self._optimizer, self._key, closure)  # the parameter servers update
         params = [p for p in self._params() if is_distributed_variable(p)]
         with _Disable():
             if strategy is not None:  # one step of every replica (of every worker)

@@ -8,6 +8,9 @@ A multi-worker job is one program run by several processes, each told its role b
 * it prefixes every line a task prints with the task's name, ``[worker:1] ...``;
 * it stops the other tasks (SIGTERM, then SIGKILL) as soon as one fails, and reports the
   failed task's exit status; it forwards SIGINT, SIGTERM and SIGHUP to the tasks;
+* a parameter-server job (``ps > 0``, which implies a chief: the coordinator) ends with its
+  chief instead: a failed worker or ps is reported and the job goes on, and once the chief
+  exits with its status the other tasks get a grace period to exit on their own;
 * it never leaves a process behind: each task runs in its own process group, and every
   group is killed before the launcher returns, whatever happened.
 

@@ -12,6 +12,11 @@ the launcher's stdout or stderr, as the task wrote it. The launcher exits with 0
 task succeeded, else with the status of the first task that failed (``128 + N`` for a death
 by signal ``N``), 124 when ``--timeout`` expired, ``128 + N`` when it was itself stopped by
 signal ``N`` (forwarded to the tasks), and 2 for a wrong command line.
+
+With ``--ps M`` (M > 0) the job is a parameter-server job: it has a chief (the coordinator)
+even without ``--chief``, a failed worker or ps is only reported while the chief runs, and
+the launcher exits with the chief's status once the chief has exited and the other tasks
+have ended (on their own within ``--grace`` seconds, else stopped).
 """
 
 from __future__ import annotations
@@ -42,7 +47,9 @@ def _parser() -> argparse.ArgumentParser:
                     "line of output with its task; stop every task when one fails.")
     parser.add_argument("--workers", type=int, default=1, help="worker tasks (default 1)")
     parser.add_argument("--chief", action="store_true", help="add a chief task")
-    parser.add_argument("--ps", type=int, default=0, help="parameter-server tasks (default 0)")
+    parser.add_argument("--ps", type=int, default=0,
+                        help="parameter-server tasks (default 0); more than 0 also adds the chief "
+                             "(the coordinator), and the job then ends when the chief exits")
     parser.add_argument("--timeout", type=float, default=None,
                         help="seconds until every task is stopped (default: no limit)")
     parser.add_argument("--grace", type=float, default=DEFAULT_GRACE_SECONDS,

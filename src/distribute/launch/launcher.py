@@ -38,7 +38,7 @@ def plan_launch(argv: Sequence[str], workers: Any = 1, chief: Any = False, ps: A
     """Checks every argument of :func:`launch` (see there) and returns the plan."""
     workers = _checks.check_count("workers", workers, 1, "A cluster needs at least one worker.")
     ps = _checks.check_count("ps", ps, 0)
-    chief = _checks.check_bool("chief", chief)
+    chief = _checks.check_bool("chief", chief) or ps > 0  # a ps job's chief is its coordinator
     extra_env = _checks.check_env(env)
     cwd = _checks.check_cwd(cwd)
     path = cluster.base_environment(extra_env).get("PATH")
@@ -63,7 +63,7 @@ def run_plan(plan: LaunchPlan, sink: Optional[Sink] = None, catch_signals: bool 
     base = cluster.with_job_secret(cluster.base_environment(plan.extra_env), plan.extra_env)
     commands = [TaskCommand(task.name, plan.argv,
                             cluster.task_environment(base, spec, task, len(plan.tasks)),
-                            is_ps=task.task_type == "ps")
+                            is_ps=task.task_type == "ps", is_chief=task.task_type == "chief")
                 for task in plan.tasks]
     collector = OutputCollector([task.name for task in plan.tasks], sink, keep_output)
     with SignalCatcher(catch_signals) as catcher:
@@ -88,17 +88,18 @@ def launch(argv: Sequence[str], workers: int = 1, chief: bool = False, ps: int =
 
     Every task gets a free port of ``host``, its own ``TF_CONFIG`` and the launch's job secret
     (``DISTRIBUTE_JOB_SECRET``: a fresh one per launch unless ``env`` or this process sets it;
-    never printed). When a task fails,
-    the others get SIGTERM, then SIGKILL after ``grace_period``; when the chief and the
-    workers have all succeeded, the parameter servers are stopped the same way. No task
-    process (nor anything it started in its process group) outlives this call, whether it
-    returns or raises.
+    never printed). When a task fails, the others get SIGTERM, then SIGKILL after
+    ``grace_period``. With ``ps > 0`` (a parameter-server job, which always has a chief: the
+    coordinator) a failed worker or ps is only reported; the job ends with the chief, and
+    the others get ``grace_period`` to exit on their own, then SIGTERM, then SIGKILL
+    (``docs/launch.md``). No task process (nor anything it started in its process group)
+    outlives this call, whether it returns or raises.
 
     Args:
         argv: the command every task runs, e.g. ``[sys.executable, "train.py", "--fast"]``.
         workers: the number of ``worker`` tasks (>= 1).
         chief: True to add a ``chief`` task (it trains and also writes checkpoints).
-        ps: the number of parameter-server (``ps``) tasks (>= 0).
+        ps: the number of parameter-server (``ps``) tasks (>= 0); > 0 implies ``chief``.
         timeout: seconds until every task is stopped (``result.timed_out``), or None.
         env: variables for the tasks, over this process's environment (None removes one).
             ``OMP_NUM_THREADS`` defaults to ``cores // tasks`` (at least 1) and
@@ -113,7 +114,7 @@ def launch(argv: Sequence[str], workers: int = 1, chief: bool = False, ps: int =
 
     Returns:
         A :class:`LaunchResult`: ``returncode`` is 0, or the first failed task's status
-        (``128 + N`` for a death by signal ``N``), or 124 when the deadline expired.
+        (``128 + N`` for signal ``N``; in a ps job the chief's), or 124 after the deadline.
 
     Raises:
         TypeError: an argument has the wrong type.

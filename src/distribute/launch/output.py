@@ -4,6 +4,7 @@ Each task's stdout and stderr arrive as chunks of bytes. They are cut into lines
 longer than :data:`MAX_LINE_BYTES` is cut there too), decoded as UTF-8 (bad bytes become
 U+FFFD), stored unprefixed per task, and stored prefixed (``[worker:1] ...``) in arrival
 order for the whole cluster. A *sink* may also receive each prefixed line as it arrives.
+The launcher's own notes join the cluster's lines as ``[launch] ...`` (on ``stderr``).
 """
 
 from __future__ import annotations
@@ -90,10 +91,18 @@ class OutputCollector:
         if self._sink is not None:
             self._sink(stream, shown)
 
+    def note(self, text: str) -> None:
+        """Adds a line of the launcher's own, ``[launch] text``, to the output (``stderr``)."""
+        shown = prefix("launch", text + "\n")
+        if self._keep:
+            self._all.append(shown)
+        if self._sink is not None:
+            self._sink("stderr", shown)
+
     def task_output(self, task: str) -> str:
         """Everything ``task`` wrote (stdout and stderr, line by line), unprefixed."""
         return "".join(self._per_task[task])
 
     def output(self) -> str:
-        """Every prefixed line of every task, in the order the lines arrived."""
+        """Every prefixed line of every task (and every note), in the order they arrived."""
         return "".join(self._all)

@@ -8,7 +8,14 @@ signals and enforces the deadline:
 * a task that exits with a non-zero status is the *failed task*: every other task's group
   gets SIGTERM, then SIGKILL after the grace period;
 * when the chief and all workers have succeeded, the parameter servers (which serve them
-  and never finish on their own) are stopped the same way, and that is a success;
+  and never finish on their own) are stopped the same way, and that is a success (this is
+  for ps tasks without a chief, which :func:`~distribute.launch.launch` never plans);
+* a *parameter-server job* (ps tasks and a chief, the coordinator) ends with its chief
+  instead: a worker or ps that fails is only reported (``[launch] worker:1 exited with
+  status 1; the coordinator carries on``), since the coordinator retries its work on other
+  workers or gives up by itself; when the chief exits, its status is the job's, and the
+  other tasks get the grace period to exit on their own (they do once their coordinator is
+  gone), then SIGTERM, then SIGKILL after another grace period;
 * a caught signal is forwarded to every group; a second one kills them at once;
 * when the deadline expires every task is stopped.
 
@@ -30,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import IO, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from distribute.launch.output import OutputCollector
-from distribute.launch.results import EXIT_TIMEOUT, LaunchResult, TaskResult, exit_status
+from distribute.launch.results import (EXIT_TIMEOUT, LaunchResult, TaskResult, describe_status,
+                                       exit_status)
 from distribute.launch.signals import SignalCatcher
 
 __all__ = ["Supervisor", "TaskCommand"]
@@ -49,12 +57,14 @@ class TaskCommand:
     argv: Sequence[str]
     env: Mapping[str, str] = field(repr=False)  # holds the job secret: never shown
     is_ps: bool = False
+    is_chief: bool = False
 
 
 @dataclass
 class _Child:
     task: str
     is_ps: bool
+    is_chief: bool
     proc: "subprocess.Popen[bytes]"
     status: Optional[int] = None
     stopped: bool = False
@@ -114,6 +124,10 @@ class Supervisor:
         self._deadline = float("inf")
         self._kill_at: Optional[float] = None
         self._killed = False
+        # A parameter-server job ends with its chief; then, at _term_at, the rest get SIGTERM.
+        self._ps_job = (any(c.is_ps for c in self._commands)
+                        and any(c.is_chief for c in self._commands))
+        self._term_at: Optional[float] = None
 
     def run(self) -> None:
         """Starts every task and returns when all have exited and been reaped."""
@@ -154,7 +168,7 @@ class Supervisor:
             list(command.argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=dict(command.env), cwd=self._cwd,
             start_new_session=True, close_fds=True)
-        self._children.append(_Child(command.task, command.is_ps, proc))
+        self._children.append(_Child(command.task, command.is_ps, command.is_chief, proc))
         for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr)):
             assert stream is not None  # both are pipes
             self._streams[stream.fileno()] = (command.task, name, stream)
@@ -177,6 +191,8 @@ class Supervisor:
         limits = [POLL_SECONDS, self._deadline - now]
         if self._kill_at is not None and not self._killed:
             limits.append(self._kill_at - now)
+        if self._term_at is not None and self._kill_at is None:
+            limits.append(self._term_at - now)
         return max(0.0, min(limits))
 
     def _read(self, timeout: float) -> None:
@@ -202,16 +218,28 @@ class Supervisor:
             if not child.running:
                 continue
             child.status = _peek_exit(child.proc)
-            if child.status and not child.stopped and not self._stopping:
+            if child.status is not None and not child.stopped and not self._stopping:
+                self._on_exit(child)
+        servers_only = all(c.is_ps for c in self._children if c.running)
+        if servers_only and not self._stopping and not self._ps_job:
+            self._stop(signal.SIGTERM)  # the chief and workers succeeded: ps are done
+
+    def _on_exit(self, child: _Child) -> None:
+        """A task exited on its own while the job runs (see the module docstring)."""
+        if not self._ps_job:
+            if child.status:
                 self._failed = child
                 self._stop(signal.SIGTERM)
-        servers_only = all(c.is_ps for c in self._children if c.running)
-        if servers_only and not self._stopping:
-            self._stop(signal.SIGTERM)  # the chief and workers succeeded: ps are done
+        elif child.is_chief:  # the coordinator is done: so is the job
+            self._failed = child if child.status else None
+            self._term_at = time.monotonic() + self._grace
+        elif child.status:
+            self._collector.note(f"{child.task} {describe_status(child.status)}; "
+                                 "the coordinator carries on")
 
     @property
     def _stopping(self) -> bool:
-        return self._kill_at is not None
+        return self._kill_at is not None or self._term_at is not None
 
     def _stop(self, signum: int) -> None:
         self._signal_all(signum)
@@ -239,6 +267,8 @@ class Supervisor:
             self._stop(signal.SIGTERM)
 
     def _escalate(self) -> None:
+        if self._term_at is not None and self._kill_at is None and time.monotonic() >= self._term_at:
+            self._stop(signal.SIGTERM)  # the tasks a parameter-server job's chief left running
         if self._kill_at is not None and not self._killed and time.monotonic() >= self._kill_at:
             self._signal_all(signal.SIGKILL)
             self._killed = True

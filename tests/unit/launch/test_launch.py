@@ -41,7 +41,8 @@ def test_every_task_gets_its_own_tf_config(tmp_path):
     while not os.path.exists(os.path.join(os.environ["PID_DIR"], "ps_0.pid")):
         time.sleep(0.01)
     """
-    result = _run(tmp_path, body, workers=2, chief=True, ps=1)
+    # A ps job: the workers must end on their own within the grace period after the chief.
+    result = _run(tmp_path, body, workers=2, chief=True, ps=1, grace_period=3.0)
     assert result.returncode == 0 and result.failed_task is None and not result.timed_out
     assert list(result.tasks) == ["chief:0", "worker:0", "worker:1", "ps:0"]
     spec = result.cluster_spec
@@ -148,20 +149,21 @@ def test_deadline_stops_every_task(tmp_path):
     assert time.monotonic() - start < 1.0 + GRACE + 6  # right after the deadline (slack for a loaded machine)
     assert result.timed_out and result.returncode == EXIT_TIMEOUT and result.failed_task is None
     assert all(t.stopped and t.returncode == 143 for t in result.tasks.values())
-    assert result.summary() == "the deadline expired; stopped worker:0, worker:1, ps:0"
+    assert result.summary() == "the deadline expired; stopped chief:0, worker:0, worker:1, ps:0"
     assert_gone(read_pids(tmp_path / "pids"))
 
 
-def test_parameter_servers_are_stopped_when_the_workers_succeed(tmp_path):
+def test_parameter_servers_are_stopped_when_the_chief_and_workers_succeed(tmp_path):
     body = """
     if task.startswith("ps"):
         pid_file()
         time.sleep(30)
     print("trained")
     """
-    result = _run(tmp_path, body, workers=2, ps=2)
+    # --ps implies the chief; the workers end on their own within the grace period after it.
+    result = _run(tmp_path, body, workers=2, ps=2, grace_period=3.0)
     assert result.returncode == 0 and result.failed_task is None and not result.timed_out
-    assert [t.stopped for t in result.tasks.values()] == [False, False, True, True]
+    assert [t.stopped for t in result.tasks.values()] == [False, False, False, True, True]
     assert result.tasks["ps:1"].returncode == 143
     assert_gone(read_pids(tmp_path / "pids"))
 

@@ -1,0 +1,1 @@
+"""Parameter-server training: variables on ``ps`` tasks, work scheduled onto workers by a coordinator."""
