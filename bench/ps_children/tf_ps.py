@@ -4,8 +4,12 @@
 ``tf.distribute.Server`` processes (``tf_ps.py serve JOB INDEX CLUSTER_JSON``, gRPC, 1 intra-op
 thread), builds the strategy with ``FixedShardsPartitioner(2)`` and times (a) a trivial
 ``tf.function`` scheduled N times then joined, (b) an MLP 64-256-256-10 and (c) an embedding
-model (100,000 x 64 table, 256 x 8 ids, mean-pool, linear head), both SGD with variables on the
-ps and batches of 256 from ``create_per_worker_dataset``. Prints one JSON line.
+model (100,000 x 64 table, 256 x 8 ids, mean-pool, linear head), both trained with
+``tf.keras.optimizers.SGD.apply_gradients`` on the shards (``tape.gradient`` takes no
+``ShardedVariable``), variables on the ps, batches of 256 from ``create_per_worker_dataset``
+(the tutorial's no-argument function around ``distribute_datasets_from_function``). Raw
+``tf.Variable``s, not Keras layers: the same work as the torch modules, and no Keras 3 question
+of what it supports under this strategy. Prints one JSON line.
 """
 
 from __future__ import annotations
@@ -46,15 +50,6 @@ def _variable(shape, name):
     return tf.Variable(init, name=name)
 
 
-def _sgd(variables, grads):
-    """SGD on the ps: dense updates for dense gradients, row updates for IndexedSlices."""
-    for var, grad in zip(variables, grads):
-        if isinstance(grad, tf.IndexedSlices):
-            var.scatter_sub(tf.IndexedSlices(LR * grad.values, grad.indices, grad.dense_shape))
-        else:
-            var.assign_sub(LR * grad)
-
-
 def mlp_model():
     weights = []
     for i, (n_in, n_out) in enumerate(zip(MLP_SIZES[:-1], MLP_SIZES[1:])):
@@ -80,6 +75,8 @@ def embedding_model():
 
 
 def train_step(strategy, variables, forward):
+    """The tutorial's step; call it in ``strategy.scope()`` (the optimizer's variables go to the ps)."""
+    optimizer = tf.keras.optimizers.SGD(LR)
     shards = [shard for v in variables for shard in getattr(v, "variables", [v])]  # what Keras would train
 
     @tf.function
@@ -88,7 +85,7 @@ def train_step(strategy, variables, forward):
             with tf.GradientTape() as tape:
                 logits = forward(x)
                 loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-            _sgd(shards, tape.gradient(loss, shards))
+            optimizer.apply_gradients(zip(tape.gradient(loss, shards), shards))
             return loss
         x, y = next(iterator)
         return strategy.run(replica_fn, args=(x, y))
@@ -111,7 +108,7 @@ def embedding_data(_ctx):
 def training(strategy, coordinator, model_fn, dataset_fn, seconds):
     with strategy.scope():
         variables, forward = model_fn()
-    step = train_step(strategy, variables, forward)
+        step = train_step(strategy, variables, forward)
     def per_worker_dataset_fn():  # the tutorial's pattern: a function of no argument
         return strategy.distribute_datasets_from_function(dataset_fn)
     iterator = iter(coordinator.create_per_worker_dataset(per_worker_dataset_fn))
