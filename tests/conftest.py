@@ -68,3 +68,15 @@ def pytest_pyfunc_call(pyfuncitem):
 def pytest_runtest_logreport(report):
     if _matrix.in_worker():
         _matrix.write_report(report)
+
+
+# -- an in-process parameter-server cluster (tests/ps_cluster.py) ---------------------------------
+@pytest.fixture
+def cluster():
+    from ps_cluster import Cluster
+
+    made = Cluster()
+    try:
+        yield made
+    finally:
+        made.close()

@@ -8,9 +8,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Optional
-
-import pytest
+from typing import Any, Dict, List, Optional
 
 import distribute
 from distribute.cluster_resolver import ClusterSpec, SimpleClusterResolver
@@ -67,12 +65,3 @@ class Cluster:
         while time.monotonic() < deadline and any(t.name.startswith(("rpc-", "watch-", "coordinator-"))
                                                   for t in threading.enumerate()):
             time.sleep(0.05)
-
-
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    made = Cluster()
-    try:
-        yield made
-    finally:
-        made.close()

@@ -39,7 +39,7 @@ class WorkerRuntime:
         self.strategy = ParameterServerStrategy._for_worker(cluster, self._conns, index)
         self._variables: Dict[int, WorkerVariable] = {}
         self._sharded: Dict[int, ShardedVariable] = {}
-        self._functions: Dict[str, Tuple[Any, List[WorkerVariable]]] = {}
+        self._functions: Dict[str, Tuple[Any, List[WorkerVariable], Dict[int, ShardedVariable]]] = {}
         self._resources: Dict[int, Any] = {}
         self._resource_errors: Dict[int, BaseException] = {}
         self._lock = threading.Lock()
@@ -119,15 +119,19 @@ class WorkerRuntime:
             if "fn" in taken:
                 touched: List[WorkerVariable] = []
                 function = self._load(taken["fn"][0], taken["fn"][1], touched)
-                self._functions[digest] = (function, touched)
+                self._functions[digest] = (function, touched, {})
             if digest not in self._functions:
                 return {"status": "missing"}, [b""]
-            function, uses = self._functions[digest]
+            function, uses, dense_sharded = self._functions[digest]
             arg_uses: List[WorkerVariable] = []
             args, kwargs = self._load(taken["args"][0], taken["args"][1], arg_uses)
-            read_variables(_unique(uses + arg_uses))
-            with closure_state.running(closure_state.ClosureState(self.task)), self.strategy.scope():
+            shards = [s for var in dense_sharded.values() for s in var._shards]
+            read_variables(_unique(uses + arg_uses + shards))  # one call per parameter server
+            state = closure_state.ClosureState(self.task)
+            state.prefetched = set(dense_sharded)
+            with closure_state.running(state), self.strategy.scope():
                 value = function(*args, **kwargs)
+            dense_sharded.update(state.dense_users)
             blob, tensors = wire.dumps(_plain(value))
             return {"status": "ok"}, [blob, *tensors]
         except UnavailableError as exc:  # a parameter server is gone: fatal for the job

@@ -3,13 +3,14 @@
 A worker runs one closure at a time. For its duration :func:`current` returns the closure's
 :class:`ClosureState`: the full values of sharded variables it used densely (read once, as
 leaves whose gradients the optimizer sends back) and the rows it looked up (each a leaf of only
-those rows). Outside a closure (on the coordinator) it returns None.
+those rows). The sharded variables a function used densely are read with its other variables
+when its next closure starts (``prefetched``). Outside a closure (on the coordinator) it returns None.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import torch
 
@@ -24,6 +25,8 @@ class ClosureState:
     def __init__(self, worker: str) -> None:
         self.worker = worker
         self.dense: Dict[int, torch.Tensor] = {}
+        self.dense_users: Dict[int, Any] = {}
+        self.prefetched: Set[int] = set()
         self.rows: List[Tuple[Any, torch.Tensor, torch.Tensor]] = []
 
     def clear_grads(self, variable: Any, set_to_none: bool) -> None:

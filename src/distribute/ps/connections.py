@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from concurrent import futures
 from typing import Dict, List, Optional
 
 from distribute.ps.rpc import RpcClient
@@ -28,6 +29,7 @@ class Connections:
         self._secret = secret
         self._clients: Dict[str, RpcClient] = {}
         self._lock = threading.Lock()
+        self._executor: Optional[futures.ThreadPoolExecutor] = None
 
     def count(self, job: str) -> int:
         """How many tasks ``job`` has."""
@@ -43,7 +45,10 @@ class Connections:
         with self._lock:
             client = self._clients.get(name)
             if client is None:
-                client = self._clients[name] = RpcClient(self._cluster[job][index], self._secret, name)
+                if self._executor is None:
+                    self._executor = futures.ThreadPoolExecutor(8, thread_name_prefix="rpc-calls")
+                client = self._clients[name] = RpcClient(self._cluster[job][index], self._secret, name,
+                                                         self._executor)
         return client
 
     def ps(self, index: int) -> RpcClient:
@@ -56,3 +61,6 @@ class Connections:
             for client in self._clients.values():
                 client.close()
             self._clients.clear()
+            if self._executor is not None:
+                self._executor.shutdown(wait=False)
+                self._executor = None

@@ -1,8 +1,9 @@
 """An optimizer step of parameter-server variables: gradients go to the tasks that hold them.
 
 ``distribute.optim``'s ``step()`` calls :func:`remote_step` when its parameters live on
-parameter servers. Each ``ps`` task gets one ``Apply`` call with the dense gradients of its
-variables and one ``ApplyRows`` call per embedding shard looked up; the calls run in parallel
+parameter servers. Each ``ps`` task gets one ``Apply`` call per parameter group with the dense
+gradients of its variables and the gradient rows of the embedding shards looked up; the calls run
+in parallel
 and each task applies the update with the optimizer's class and hyperparameters (its state,
 such as momentum, lives beside the variable).
 """
@@ -33,28 +34,24 @@ def remote_step(optimizer: torch.optim.Optimizer, key: str, closure: Optional[Ca
     if closure is not None:
         with torch.enable_grad():
             loss = closure()
-    dense: Dict[Tuple[int, int], Tuple[Any, List[int], List[torch.Tensor]]] = {}
     calls: List[Callable[[], Any]] = []
     with _Disable():
         for group in optimizer.param_groups:
             spec = describe_optimizer(optimizer, group, key)
+            per_ps: Dict[int, Tuple[Any, List[int], List[torch.Tensor], List[int], List[torch.Tensor]]] = {}
             for param in group["params"]:
                 if not issubclass(type(param), RemoteVariable):
                     continue
                 for shard, kind, payload in param._gradients():
-                    client = shard._conns.ps(shard._ps)
+                    entry = per_ps.setdefault(shard._ps, (shard._conns.ps(shard._ps), [], [], [], []))
                     if kind == "dense":
-                        entry = dense.setdefault((shard._ps, id(group)), (client, [], []))
                         entry[1].append(shard._var_id)
                         entry[2].append(payload.detach())
                     else:
-                        ids, rows = payload
-                        calls.append(client.call_async("ApplyRows", {"id": shard._var_id, "opt": spec},
-                                                       [ids, rows.detach()]))
-            for (ps, group_id), (client, ids, grads) in list(dense.items()):
-                if group_id == id(group):
-                    calls.append(client.call_async("Apply", {"ids": ids, "opt": spec}, grads))
-                    del dense[(ps, group_id)]
+                        entry[3].append(shard._var_id)
+                        entry[4].extend((payload[0], payload[1].detach()))
+            for client, ids, grads, row_ids, rows in per_ps.values():
+                calls.append(client.call_async("Apply", {"ids": ids, "rows": row_ids, "opt": spec}, grads + rows))
     for wait in calls:
         wait()
     return loss

@@ -1,8 +1,8 @@
 """The parameter-server task: holds variables and their optimizer state, applies updates.
 
 Calls (all after the handshake of :mod:`distribute.ps.rpc`): ``Create``, ``Read``,
-``ReadRows``, ``Assign``, ``Apply`` (dense gradients), ``ApplyRows`` (gradient rows of an
-embedding shard), ``Stats``. Updates of one variable are serialised by its lock; different
+``ReadRows``, ``Assign``, ``Apply`` (dense gradients and the gradient rows of embedding
+shards), ``Stats``. Updates of one variable are serialised by its lock; different
 variables update concurrently (asynchronous training: no barrier between workers).
 """
 
@@ -42,7 +42,7 @@ class ParameterStore:
     def handlers(self) -> Dict[str, Any]:
         """Method name -> handler, for :class:`distribute.ps.rpc.RpcServer`."""
         return {"Create": self._create, "Read": self._read, "ReadRows": self._read_rows, "Assign": self._assign,
-                "Apply": self._apply, "ApplyRows": self._apply_rows, "Stats": self._stats}
+                "Apply": self._apply, "Stats": self._stats}
 
     def _get(self, var_id: int) -> _Stored:
         stored = self._vars.get(int(var_id))
@@ -91,8 +91,13 @@ class ParameterStore:
             return self._out([stored.tensor.detach().clone()] if meta.get("read", True) else [])
 
     def _apply(self, meta: Dict[str, Any], buffers: List[wire.Buffer]) -> wire.Message:
+        """Dense gradients of ``meta['ids']``, then ``(ids, rows)`` pairs for ``meta['rows']``."""
         self._count_in(buffers)
-        for var_id, grad in zip(meta["ids"], buffers):
+        dense = len(meta["ids"])
+        for i, var_id in enumerate(meta.get("rows", ())):
+            self._apply_rows({"id": var_id, "opt": meta["opt"]}, list(buffers[dense + 2 * i:dense + 2 * i + 2]),
+                             counted=True)
+        for var_id, grad in zip(meta["ids"], buffers[:dense]):
             stored = self._get(var_id)
             assert isinstance(grad, torch.Tensor)
             with stored.lock:
@@ -110,12 +115,13 @@ class ParameterStore:
             optimizer.param_groups[0].update(hyperparameters(spec))
         return optimizer
 
-    def _apply_rows(self, meta: Dict[str, Any], buffers: List[wire.Buffer]) -> wire.Message:
+    def _apply_rows(self, meta: Dict[str, Any], buffers: List[wire.Buffer], counted: bool = False) -> wire.Message:
         """Applies gradient rows: only the looked-up rows, and their optimizer state, change."""
         stored = self._get(meta["id"])
         ids, rows = buffers
         assert isinstance(ids, torch.Tensor) and isinstance(rows, torch.Tensor)
-        self._count_in(buffers)
+        if not counted:
+            self._count_in(buffers)
         with stored.lock:
             self._step_rows(stored, meta["opt"], ids, rows)
         return {}, []

@@ -198,10 +198,14 @@ class RpcClient:
         address: the task's ``host:port``.
         secret: the job secret (None: a job running unauthenticated).
         task: the task's name (``'ps:1'``); every error names it.
+        executor: the threads that run :meth:`call_async` (gRPC's own futures start a thread
+            per call, which costs more than a small call).
     """
 
-    def __init__(self, address: str, secret: Optional[bytes], task: str) -> None:
+    def __init__(self, address: str, secret: Optional[bytes], task: str,
+                 executor: Optional[futures.ThreadPoolExecutor] = None) -> None:
         grpc = grpc_module()
+        self._executor = executor
         self.address, self.task, self._secret = address, task, secret
         self._channel = grpc.insecure_channel(address, options=_SIZES + _KEEPALIVE)
         self._token: Optional[bytes] = None
@@ -268,22 +272,12 @@ class RpcClient:
 
     def call_async(self, method: str, meta: Dict[str, Any], buffers: Sequence[wire.Buffer] = (),
                    timeout: Optional[float] = None) -> Callable[[], wire.Message]:
-        """Starts ``method``; the returned function waits for its answer (errors as :meth:`call`)."""
-        grpc = grpc_module()
-        request = wire.encode(meta, buffers)
-        future = self._stub(method).future(request, timeout=timeout,
-                                           metadata=((SESSION_KEY + "-bin", self._session(timeout)),))
-
-        def wait() -> wire.Message:
-            try:
-                answer = future.result()
-            except grpc.RpcError as exc:
-                if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
-                    self._token = None
-                    return self.call(method, meta, buffers, timeout)
-                raise self._failure(exc) from None
-            return self._answer(answer)
-        return wait
+        """Starts ``method`` on this client's thread pool; the returned function waits for its
+        answer (errors as :meth:`call`). Without a pool the call runs when the answer is asked for."""
+        if self._executor is None:
+            return lambda: self.call(method, meta, buffers, timeout)
+        future = self._executor.submit(self.call, method, meta, buffers, timeout)
+        return future.result
 
     def _answer(self, answer: bytes) -> wire.Message:
         out_meta, out_buffers = wire.decode(answer)

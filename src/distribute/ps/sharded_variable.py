@@ -73,7 +73,13 @@ class ShardedVariable(RemoteVariable):
             return self.read_value()
         full = state.dense.get(id(self))
         if full is None:
-            full = state.dense[id(self)] = self.read_value().detach().requires_grad_(self._trainable)
+            if id(self) in state.prefetched:  # read with the closure's other variables
+                with _Disable():
+                    value = torch.cat([s._local_value() for s in self._shards])
+            else:
+                value = self.read_value()
+            full = state.dense[id(self)] = value.detach().requires_grad_(self._trainable)
+            state.dense_users[id(self)] = self
         return full
 
     def _write(self, fn: Callable[[torch.Tensor, torch.Tensor], Any], value: Any, what: str,

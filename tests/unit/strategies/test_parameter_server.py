@@ -10,7 +10,6 @@ import torch
 import distribute
 from distribute.cluster_resolver import ClusterSpec, SimpleClusterResolver
 from distribute.experimental.partitioners import FixedShardsPartitioner
-from ps_cluster import cluster  # noqa: F401  (the in-process cluster fixture)
 
 
 def _resolver(spec):
