@@ -239,8 +239,12 @@ class RpcClient:
             return cast(bytes, self._token)
 
     def call(self, method: str, meta: Dict[str, Any], buffers: Sequence[wire.Buffer] = (),
-             timeout: Optional[float] = None) -> wire.Message:
+             timeout: Optional[float] = None, reconnect: bool = True) -> wire.Message:
         """Calls ``method``; returns its ``(meta, buffers)``.
+
+        A task that no longer knows this client's session (it restarted) is given the secret
+        again and the call retried, unless ``reconnect`` is False: then the call raises
+        ``UnauthenticatedError``, for callers whose peer's state went with its old process.
 
         Raises:
             UnavailableError: the task cannot be reached (the message names it).
@@ -255,7 +259,7 @@ class RpcClient:
                 answer = self._stub(method)(request, timeout=timeout, metadata=((SESSION_KEY + "-bin", token),))
                 break
             except grpc.RpcError as exc:
-                if exc.code() == grpc.StatusCode.UNAUTHENTICATED and attempt == 0:
+                if exc.code() == grpc.StatusCode.UNAUTHENTICATED and attempt == 0 and reconnect:
                     self._token = None  # the task restarted: prove the secret to it again
                     continue
                 raise self._failure(exc) from None
