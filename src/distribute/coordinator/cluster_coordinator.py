@@ -152,7 +152,9 @@ class ClusterCoordinator:
     # -- health -------------------------------------------------------------------------
     def _heartbeats(self) -> None:
         ps = self._conns.count("ps")
-        while not self._stopped.wait(HEARTBEAT_INTERVAL):
+        first = True  # the first round goes at once: a task counts its silence from it
+        while first or not self._stopped.wait(HEARTBEAT_INTERVAL):
+            first = False
             pings = [(i, self._conns.ps(i).call_async("Ping", {"from": "coordinator"}, timeout=PS_PING_TIMEOUT))
                      for i in range(ps)]
             for handle in self._handles:

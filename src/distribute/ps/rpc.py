@@ -120,6 +120,8 @@ class RpcServer:
         self._secret, self._task = secret, task
         self._pending: "OrderedDict[bytes, float]" = OrderedDict()
         self._sessions: set = set()
+        self.first_session: Optional[float] = None
+        """When (``time.monotonic()``) a peer first proved the secret; None until one has."""
         self._lock = threading.Lock()
         self.refusals = _Refusals(task)
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers, thread_name_prefix=f"rpc-{task}"),
@@ -169,6 +171,8 @@ class RpcServer:
         token = os.urandom(TOKEN_BYTES)
         with self._lock:
             self._sessions.add(token)
+            if self.first_session is None:
+                self.first_session = time.monotonic()
         return proof(self._secret, b"server", PURPOSE, theirs, mine) + token
 
     def _guarded(self, handler: Handler) -> Callable[[bytes, Any], bytes]:
