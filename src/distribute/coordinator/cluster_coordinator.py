@@ -153,9 +153,10 @@ class ClusterCoordinator:
     # -- health -------------------------------------------------------------------------
     def _heartbeats(self) -> None:
         ps = self._conns.count("ps")
-        while not self._stopped.wait(HEARTBEAT_INTERVAL):
-            pings = [(i, self._conns.ps(i).call_async("Ping", {"from": "coordinator"}, timeout=PS_PING_TIMEOUT))
-                     for i in range(ps)]
+        first = True  # the first round goes at once: a task counts its silence from it
+        while first or not self._stopped.wait(HEARTBEAT_INTERVAL):
+            first = False
+            pings = [(i, self._ping_ps(i)) for i in range(ps)]
             for handle in self._handles:
                 try:
                     self._conns.client("worker", handle.index).call_async(
@@ -164,6 +165,17 @@ class ClusterCoordinator:
                     pass
             for i, wait in pings:
                 self._check_ps(i, wait)
+
+    def _ping_ps(self, index: int) -> Callable[[], Any]:
+        """Starts a heartbeat to ``ps:index``; the returned function waits for it (or raises its error)."""
+        try:
+            return self._conns.ps(index).call_async("Ping", {"from": "coordinator"}, timeout=PS_PING_TIMEOUT)
+        except Exception as exc:  # noqa: BLE001 - reconnecting failed at once: the ps is gone
+            error = exc
+
+            def failed() -> Any:
+                raise error
+            return failed
 
     def _check_ps(self, index: int, wait: Callable[[], Any]) -> None:
         try:

@@ -123,7 +123,10 @@ class Server:
 
     def _watch(self) -> None:
         while not self._stop.wait(0.5):
-            last = self._last_heartbeat
+            # Until the first heartbeat, the silence counts from the first peer that proved the
+            # secret (the coordinator, or a worker it sent): a coordinator killed before its
+            # first heartbeat still ends the job.
+            last = self._last_heartbeat if self._last_heartbeat is not None else self._rpc.first_session
             if last is not None and time.monotonic() - last > COORDINATOR_SILENCE:
                 log.warning("%s: no heartbeat from the coordinator for %.0f s; ending this task", self.task,
                             COORDINATOR_SILENCE)

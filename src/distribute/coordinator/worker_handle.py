@@ -107,7 +107,7 @@ class WorkerHandle:
         for meta, buffers in self._resources.since(self._sent_resources):
             self._sent_resources += 1
             try:
-                self._client.call("Resource", meta, buffers)
+                self._client.call("Resource", meta, buffers, reconnect=False)
             except (UnavailableError, UnauthenticatedError):
                 self._sent_resources -= 1
                 raise
@@ -118,7 +118,9 @@ class WorkerHandle:
         try:
             self._send_resources()
             meta, buffers = self._request(batch)
-            answer_meta, answer = self._client.call("Run", meta, buffers)
+            # reconnect=False: a worker restarted since the last call lost its datasets and
+            # functions; the refusal sends the batch back and _ready() gives it everything again.
+            answer_meta, answer = self._client.call("Run", meta, buffers, reconnect=False)
         except (UnavailableError, UnauthenticatedError) as exc:
             self._lost(exc)
             self._queue.put_back(batch)

@@ -47,7 +47,7 @@ def dispatch(func: Callable, args: tuple, kwargs: Dict[str, Any]) -> Any:
         result = func(*new_args, **new_kwargs)
     for (var, tensor), version in zip(watched, versions):
         if tensor._version != version:  # written in place: the parameter servers take the new value
-            with _Disable():
+            with _Disable():  # a torch op on a PSVariable would read it again, undoing the write
                 value = torch.Tensor.clone(tensor).detach()
             var.assign(value, read_value=False)
     return result

@@ -120,6 +120,8 @@ class RpcServer:
         self._secret, self._task = secret, task
         self._pending: "OrderedDict[bytes, float]" = OrderedDict()
         self._sessions: set = set()
+        self.first_session: Optional[float] = None
+        """When (``time.monotonic()``) a peer first proved the secret; None until one has."""
         self._lock = threading.Lock()
         self.refusals = _Refusals(task)
         self._executor = futures.ThreadPoolExecutor(max_workers, thread_name_prefix=f"rpc-{task}")
@@ -174,6 +176,8 @@ class RpcServer:
         token = os.urandom(TOKEN_BYTES)
         with self._lock:
             self._sessions.add(token)
+            if self.first_session is None:
+                self.first_session = time.monotonic()
         return proof(self._secret, b"server", PURPOSE, theirs, mine) + token
 
     def _guarded(self, handler: Handler) -> Callable[[bytes, Any], bytes]:
@@ -248,8 +252,12 @@ class RpcClient:
             return cast(bytes, self._token)
 
     def call(self, method: str, meta: Dict[str, Any], buffers: Sequence[wire.Buffer] = (),
-             timeout: Optional[float] = None) -> wire.Message:
+             timeout: Optional[float] = None, reconnect: bool = True) -> wire.Message:
         """Calls ``method``; returns its ``(meta, buffers)``.
+
+        A task that no longer knows this client's session (it restarted) is given the secret
+        again and the call retried, unless ``reconnect`` is False: then the call raises
+        ``UnauthenticatedError``, for callers whose peer's state went with its old process.
 
         Raises:
             UnavailableError: the task cannot be reached (the message names it).
@@ -264,7 +272,7 @@ class RpcClient:
                 answer = self._stub(method)(request, timeout=timeout, metadata=((SESSION_KEY + "-bin", token),))
                 break
             except grpc.RpcError as exc:
-                if exc.code() == grpc.StatusCode.UNAUTHENTICATED and attempt == 0:
+                if exc.code() == grpc.StatusCode.UNAUTHENTICATED and attempt == 0 and reconnect:
                     self._token = None  # the task restarted: prove the secret to it again
                     continue
                 raise self._failure(exc) from None
