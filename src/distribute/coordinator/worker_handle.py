@@ -155,8 +155,8 @@ class WorkerHandle:
             status = entry["status"]
             if status == "ok":
                 closure.output._set(wire.loads(blob, tensors, lambda ref: None))
-            elif status == "cancelled":
-                closure.output._abort()
+            elif status == "cancelled":  # after a failed closure of the batch: a failed ps fails these too
+                closure.output._abort(self._queue.fatal)
             elif status == "missing":
                 self._sent.discard(closure.function.digest)
                 again.append(closure)
