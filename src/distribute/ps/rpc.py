@@ -297,6 +297,10 @@ class RpcClient:
 
     def _failure(self, exc: Any) -> Exception:
         grpc = grpc_module()
+        if exc.code() == grpc.StatusCode.UNAUTHENTICATED and "no session" in str(exc.details()):
+            self._token = None
+            return UnauthenticatedError(f"{self.task} ({self.address}) does not know this connection's session: "
+                                        "the task restarted. Reconnect (prove the job secret again).")
         if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
             self._token = None
             return UnauthenticatedError(f"{self.task} ({self.address}) refused this task: {exc.details()}. "
