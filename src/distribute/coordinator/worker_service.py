@@ -103,6 +103,8 @@ class WorkerRuntime:
         with self._lock:
             for entry in meta["closures"]:
                 taken, position = _slices(entry, buffers, position)
+                result: Dict[str, Any]
+                blob_and_tensors: List[wire.Buffer]
                 if failed:  # an earlier closure of the batch failed: the rest are cancelled
                     result, blob_and_tensors = {"status": "cancelled"}, [b""]
                 else:
@@ -125,7 +127,7 @@ class WorkerRuntime:
             function, uses, dense_sharded = self._functions[digest]
             arg_uses: List[WorkerVariable] = []
             args, kwargs = self._load(taken["args"][0], taken["args"][1], arg_uses)
-            shards = [s for var in dense_sharded.values() for s in var._shards]
+            shards: List[Any] = [s for var in dense_sharded.values() for s in var._shards]
             read_variables(_unique(uses + arg_uses + shards))  # one call per parameter server
             state = closure_state.ClosureState(self.task)
             state.prefetched = set(dense_sharded)
