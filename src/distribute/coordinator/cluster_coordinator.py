@@ -199,7 +199,7 @@ class ClusterCoordinator:
         for job in ("worker", "ps"):
             for i in range(self._conns.count(job)):
                 try:
-                    calls.append(self._conns.client(job, i).call_async("Shutdown", {}, timeout=1.0))
+                    calls.append(self._conns.client(job, i).call_async("Shutdown", {}, timeout=3.0))
                 except Exception:  # noqa: BLE001 - a task already gone
                     pass
         for wait in calls:

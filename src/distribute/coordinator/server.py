@@ -25,7 +25,7 @@ __all__ = ["COORDINATOR_SILENCE", "Server"]
 
 log = logging.getLogger("distribute.ps")
 
-COORDINATOR_SILENCE = 6.0
+COORDINATOR_SILENCE = 8.0
 """Seconds without a heartbeat from the coordinator after which a task ends itself."""
 
 
