@@ -5,7 +5,6 @@ Everything still crosses gRPC on 127.0.0.1 with the job secret, as between proce
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from typing import Any, Dict, List, Optional
@@ -13,17 +12,11 @@ from typing import Any, Dict, List, Optional
 import distribute
 from distribute.cluster_resolver import ClusterSpec, SimpleClusterResolver
 from distribute.coordinator import Server
+from distribute.launch import ports as launch_ports
 
 
 def free_ports(count: int) -> List[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    return launch_ports.free_ports("127.0.0.1", count)
 
 
 def cluster_spec(workers: int = 2, ps: int = 2) -> Dict[str, List[str]]:

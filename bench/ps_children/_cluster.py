@@ -8,6 +8,7 @@ otherwise, and times three workloads through the framework's ``schedule``/``join
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import json
 import os
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
@@ -150,3 +152,30 @@ def _calibrate(schedule: Callable[[], Any], join: Callable[[], None], seconds: f
 def emit(result: Dict[str, Any]) -> None:
     """Prints the result as the last line of the child's output."""
     print(json.dumps(result), flush=True)
+
+
+def child_main(script: str, doc: str, serve: Callable[[str, int, dict], None],
+               measure: Callable[[dict, float], Dict[str, Any]]) -> None:
+    """The ``main`` of both sides' children: ``serve JOB INDEX CLUSTER`` runs one server; otherwise
+    start the cluster's servers, measure as its coordinator, print the JSON line and leave at once
+    (a coordinator's threads may still wait on the killed servers)."""
+    if len(sys.argv) > 1 and sys.argv[1] == "serve":
+        serve(sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4]))
+        return
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=1.0, help="seconds per timed repeat")
+    args = parser.parse_args()
+    cluster = cluster_dict()
+    status = 1
+    try:
+        with Servers(os.path.abspath(script), cluster) as servers:
+            servers.wait_ready()
+            emit(measure(cluster, args.seconds))
+        status = 0
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+

@@ -11,18 +11,14 @@ on the ps, batches of 256 from ``create_per_worker_dataset``. Prints one JSON li
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import secrets
 import sys
-import traceback
 from typing import Any, Callable, Dict, Tuple
 
 import torch
 
-from _cluster import (BATCH, CLASSES, EMB_DIM, IDS_PER_EXAMPLE, LR, MLP_SIZES, READY, VOCAB, Servers,
-                      cluster_dict, emit, time_closures)
+from _cluster import BATCH, CLASSES, EMB_DIM, IDS_PER_EXAMPLE, LR, MLP_SIZES, READY, VOCAB, child_main, time_closures
 
 import distribute
 
@@ -130,27 +126,10 @@ def _secret_env() -> Tuple[str, str]:
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "serve":
-        serve(sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4]))
-        return
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=1.0, help="seconds per timed repeat")
-    args = parser.parse_args()
-    name, secret = _secret_env()
-    os.environ[name] = secret  # the coordinator and every server hold the same job secret
-    cluster = cluster_dict()
-    status = 1
-    try:
-        with Servers(os.path.abspath(__file__), cluster) as servers:
-            servers.wait_ready()
-            emit(measure(cluster, args.seconds))
-        status = 0
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(status)
+    if sys.argv[1:2] != ["serve"]:
+        name, secret = _secret_env()
+        os.environ[name] = secret  # the coordinator and every server hold the same job secret
+    child_main(__file__, __doc__ or "", serve, measure)
 
 
 if __name__ == "__main__":

@@ -14,16 +14,11 @@ of what it supports under this strategy. Prints one JSON line.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
-import traceback
 
 import tensorflow as tf
 
-from _cluster import (BATCH, CLASSES, EMB_DIM, IDS_PER_EXAMPLE, LR, MLP_SIZES, READY, VOCAB, Servers,
-                      cluster_dict, emit, time_closures)
+from _cluster import BATCH, CLASSES, EMB_DIM, IDS_PER_EXAMPLE, LR, MLP_SIZES, READY, VOCAB, child_main, time_closures
 
 
 def _session_config() -> tf.compat.v1.ConfigProto:
@@ -144,27 +139,9 @@ def measure(cluster: dict, seconds: float) -> dict:
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "serve":
-        serve(sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4]))
-        return
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=1.0, help="seconds per timed repeat")
-    args = parser.parse_args()
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    cluster = cluster_dict()
-    status = 1
-    try:
-        with Servers(os.path.abspath(__file__), cluster) as servers:
-            servers.wait_ready()
-            emit(measure(cluster, args.seconds))
-        status = 0
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # TF's coordinator threads may still wait on the killed servers: leave without them.
-        os._exit(status)
+    if sys.argv[1:2] != ["serve"]:
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+    child_main(__file__, __doc__ or "", serve, measure)
 
 
 if __name__ == "__main__":

@@ -23,13 +23,14 @@ import hashlib
 import hmac
 import os
 import socket
+import threading
 import time
-from typing import Optional
+from typing import List, Optional
 
 from distribute.errors import UnauthenticatedError
 
-__all__ = ["HANDSHAKE_TIMEOUT", "MAGIC", "HandshakeError", "client_handshake", "peer_address", "proof",
-           "recv_exact", "server_handshake"]
+__all__ = ["HANDSHAKE_TIMEOUT", "MAGIC", "HandshakeError", "RefusalLog", "client_handshake", "peer_address",
+           "proof", "recv_exact", "server_handshake"]
 
 MAGIC = b"DSTAUTH1"
 NONCE_BYTES = 32
@@ -50,6 +51,32 @@ class HandshakeError(UnauthenticatedError):
         super().__init__(message)
         self.address = address
         self.reason = reason
+
+
+class RefusalLog:
+    """Decides which refused connections a listener logs: the first ``limit`` per ``window`` seconds,
+    so a flood of bad connections cannot fill the log.
+
+    Example:
+        >>> log = RefusalLog(limit=1)
+        >>> log.should_log(), log.should_log()
+        (True, False)
+    """
+
+    def __init__(self, limit: int = 20, window: float = 10.0) -> None:
+        self._limit, self._window = limit, window
+        self._logged: List[float] = []
+        self._lock = threading.Lock()
+
+    def should_log(self) -> bool:
+        """Whether to log this refusal (counts it if so)."""
+        with self._lock:
+            now = time.monotonic()
+            self._logged = [t for t in self._logged if now - t < self._window]
+            if len(self._logged) >= self._limit:
+                return False
+            self._logged.append(now)
+            return True
 
 
 def proof(secret: Optional[bytes], role: bytes, purpose: bytes, first: bytes, second: bytes) -> bytes:

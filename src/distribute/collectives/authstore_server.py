@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Dict, List, Optional, Set, Tuple
 
-from distribute.collectives.auth import HANDSHAKE_TIMEOUT, HandshakeError, peer_address, server_handshake
+from distribute.collectives.auth import HANDSHAKE_TIMEOUT, HandshakeError, RefusalLog, peer_address, server_handshake
 
 __all__ = ["MAX_FRAME", "MAX_UNAUTHENTICATED", "OPS", "PURPOSE", "FrameError", "StoreServer", "pack_frame",
            "read_frame", "unpack_fields"]
@@ -184,7 +184,7 @@ class StoreServer:
         self._closed = threading.Event()
         self.refusals: List[str] = []
         """Addresses of the connections refused so far (newest last, at most 100 kept)."""
-        self._logged: List[float] = []
+        self._refusal_log = RefusalLog()
         sock.settimeout(0.2)  # the accept loop looks at `closed` this often
         self.address = "%s:%s" % sock.getsockname()[:2]
         self._thread = threading.Thread(target=self._accept_loop, name="distribute-store", daemon=True)
@@ -244,11 +244,8 @@ class StoreServer:
         conn.close()
         with self._lock:
             self.refusals = (self.refusals + [address])[-100:]
-            now = time.monotonic()
-            self._logged = [t for t in self._logged if now - t < 10.0]
-            if len(self._logged) >= 20:  # a flood: the first 20 in 10 s are logged
-                return
-            self._logged.append(now)
+        if not self._refusal_log.should_log():  # a flood: the first 20 in 10 s are logged
+            return
         _LOG.warning("%s refused a connection from %s to its rendezvous store at %s: %s", self.task, address,
                      self.address, why)
 

@@ -98,7 +98,7 @@ class ClosureQueue:
             error, self._error = self._error, None
             raise error
 
-    def join(self, wake: Any = None) -> None:
+    def join(self) -> None:
         """Waits until nothing is queued or in flight, then raises the pending error, if any."""
         with self._cond:
             while (self._queue or self._inflight) and self._error is None and self.fatal is None:

@@ -20,6 +20,7 @@ from distribute.coordinator.worker_service import WorkerRuntime
 from distribute.ps import wire
 from distribute.ps.ps_service import ParameterStore
 from distribute.ps.rpc import RpcServer
+from distribute.strategies.parameter_server import cluster_addresses
 
 __all__ = ["COORDINATOR_SILENCE", "Server"]
 
@@ -37,8 +38,7 @@ def _cluster_dict(value: Any) -> Dict[str, List[str]]:
     if not isinstance(value, ClusterSpec):
         raise TypeError("Expected `server_or_cluster_def` to be a distribute.cluster_resolver.ClusterSpec, a "
                         f"dict of job name -> addresses, or a ClusterResolver; received {value!r}.")
-    return {job: [str(tasks[k]) for k in sorted(tasks)] if isinstance(tasks, dict) else [str(t) for t in tasks]
-            for job, tasks in value.as_dict().items()}
+    return cluster_addresses(value)
 
 
 class Server:

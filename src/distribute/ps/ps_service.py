@@ -94,9 +94,11 @@ class ParameterStore:
         """Dense gradients of ``meta['ids']``, then ``(ids, rows)`` pairs for ``meta['rows']``."""
         self._count_in(buffers)
         dense = len(meta["ids"])
-        for i, var_id in enumerate(meta.get("rows", ())):
-            self._apply_rows({"id": var_id, "opt": meta["opt"]}, list(buffers[dense + 2 * i:dense + 2 * i + 2]),
-                             counted=True)
+        for i, var_id in enumerate(meta.get("rows", ())):  # only the looked-up rows, and their state, change
+            stored, ids, rows = self._get(var_id), buffers[dense + 2 * i], buffers[dense + 2 * i + 1]
+            assert isinstance(ids, torch.Tensor) and isinstance(rows, torch.Tensor)
+            with stored.lock:
+                self._step_rows(stored, meta["opt"], ids, rows)
         for var_id, grad in zip(meta["ids"], buffers[:dense]):
             stored = self._get(var_id)
             assert isinstance(grad, torch.Tensor)
@@ -114,17 +116,6 @@ class ParameterStore:
         else:  # follow the coordinator's hyperparameters (a learning-rate schedule, say)
             optimizer.param_groups[0].update(hyperparameters(spec))
         return optimizer
-
-    def _apply_rows(self, meta: Dict[str, Any], buffers: List[wire.Buffer], counted: bool = False) -> wire.Message:
-        """Applies gradient rows: only the looked-up rows, and their optimizer state, change."""
-        stored = self._get(meta["id"])
-        ids, rows = buffers
-        assert isinstance(ids, torch.Tensor) and isinstance(rows, torch.Tensor)
-        if not counted:
-            self._count_in(buffers)
-        with stored.lock:
-            self._step_rows(stored, meta["opt"], ids, rows)
-        return {}, []
 
     def _step_rows(self, stored: _Stored, spec: Dict[str, Any], ids: torch.Tensor, rows: torch.Tensor) -> None:
         full = stored.tensor

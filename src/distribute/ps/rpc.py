@@ -30,7 +30,7 @@ from collections import OrderedDict
 from concurrent import futures
 from typing import Any, Callable, Dict, List, Optional, Sequence, cast
 
-from distribute.collectives.auth import MAGIC, NONCE_BYTES, proof
+from distribute.collectives.auth import MAGIC, NONCE_BYTES, RefusalLog, proof
 from distribute import errors
 from distribute.errors import UnauthenticatedError, UnavailableError
 from distribute.ps import wire
@@ -71,37 +71,21 @@ class RemoteError(Exception):
 
 
 def remote_error(kind: str, message: str, task: str) -> Exception:
-    """The exception a handler's error becomes on the caller's side."""
-    cls = getattr(errors, kind, None) or getattr(builtins, kind, None)
-    if isinstance(cls, type) and issubclass(cls, Exception) and kind in _CARRIED or (
-            isinstance(cls, type) and issubclass(cls, errors.DistributeError)):
+    """The exception a handler's error becomes on the caller's side: the same class when it is one
+    of ``distribute.errors`` or a common builtin, else :class:`RemoteError`."""
+    cls = getattr(errors, kind, None)
+    if not (isinstance(cls, type) and issubclass(cls, errors.DistributeError)):
+        cls = getattr(builtins, kind) if kind in _CARRIED else None
+    if cls is not None:
         try:
             return cast(Exception, cls(message))
-        except TypeError:
+        except TypeError:  # a constructor that wants other arguments
             pass
     return RemoteError(kind, message, task)
 
 
 _CARRIED = {"ValueError", "TypeError", "KeyError", "IndexError", "RuntimeError", "AssertionError",
             "ZeroDivisionError", "NotImplementedError", "AttributeError", "StopIteration"}
-
-
-class _Refusals:
-    """Logs refused calls, at most 20 lines per 10 seconds."""
-
-    def __init__(self, task: str) -> None:
-        self._task, self._window, self._count = task, 0.0, 0
-        self._lock = threading.Lock()
-
-    def log(self, peer: str, why: str) -> None:
-        with self._lock:
-            now = time.monotonic()
-            if now - self._window > 10.0:
-                self._window, self._count = now, 0
-            self._count += 1
-            if self._count > 20:
-                return
-        log.warning("%s refused a call from %s: %s", self._task, peer, why)
 
 
 class RpcServer:
@@ -123,7 +107,7 @@ class RpcServer:
         self.first_session: Optional[float] = None
         """When (``time.monotonic()``) a peer first proved the secret; None until one has."""
         self._lock = threading.Lock()
-        self.refusals = _Refusals(task)
+        self._refusal_log = RefusalLog()
         self._executor = futures.ThreadPoolExecutor(max_workers, thread_name_prefix=f"rpc-{task}")
         self._server = grpc.server(self._executor,
                                    options=_SIZES + [("grpc.so_reuseport", 0),
@@ -141,6 +125,10 @@ class RpcServer:
             raise UnavailableError(f"{task} cannot listen on {address}: the address is in use or not this "
                                    "machine's. Give every task a free port of its own host.")
 
+    def _refuse(self, peer: str, why: str) -> None:
+        if self._refusal_log.should_log():  # a flood: the first 20 in 10 s are logged
+            log.warning("%s refused a call from %s: %s", self._task, peer, why)
+
     def start(self) -> None:
         """Starts serving."""
         self._server.start()
@@ -153,7 +141,7 @@ class RpcServer:
     # -- the handshake ------------------------------------------------------------------
     def _hello(self, request: bytes, context: Any) -> bytes:
         if request != MAGIC:
-            self.refusals.log(context.peer(), "not a distribute peer")
+            self._refuse(context.peer(), "not a distribute peer")
             return b""
         nonce = os.urandom(NONCE_BYTES)
         with self._lock:
@@ -171,7 +159,7 @@ class RpcServer:
         fresh = issued is not None and time.monotonic() - issued < _PENDING_SECONDS
         if len(request) != size or request[:len(MAGIC)] != MAGIC or not fresh or not hmac.compare_digest(
                 request[size - 32:], proof(self._secret, b"client", PURPOSE, mine, theirs)):
-            self.refusals.log(context.peer(), "it does not know the job secret")
+            self._refuse(context.peer(), "it does not know the job secret")
             context.abort(grpc.StatusCode.UNAUTHENTICATED, f"{self._task}: the job secret was not proved")
         token = os.urandom(TOKEN_BYTES)
         with self._lock:
@@ -184,7 +172,7 @@ class RpcServer:
         def serve(request: bytes, context: Any) -> bytes:
             token = dict(context.invocation_metadata()).get(SESSION_KEY + "-bin", b"")
             if token not in self._sessions:
-                self.refusals.log(context.peer(), "no session (the job secret was not proved first)")
+                self._refuse(context.peer(), "no session (the job secret was not proved first)")
                 context.abort(grpc_module().StatusCode.UNAUTHENTICATED, f"{self._task}: no session")
             try:
                 meta, buffers = wire.decode(request)
@@ -297,17 +285,15 @@ class RpcClient:
 
     def _failure(self, exc: Any) -> Exception:
         grpc = grpc_module()
-        if exc.code() == grpc.StatusCode.UNAUTHENTICATED and "no session" in str(exc.details()):
-            self._token = None
+        self._token = None  # whatever failed, the next call proves the secret again
+        if exc.code() != grpc.StatusCode.UNAUTHENTICATED:
+            return UnavailableError(f"{self.task} ({self.address}) is unavailable: {exc.code().name}: "
+                                    f"{exc.details()}")
+        if "no session" in str(exc.details()):
             return UnauthenticatedError(f"{self.task} ({self.address}) does not know this connection's session: "
                                         "the task restarted. Reconnect (prove the job secret again).")
-        if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
-            self._token = None
-            return UnauthenticatedError(f"{self.task} ({self.address}) refused this task: {exc.details()}. "
-                                        "Every task needs the same DISTRIBUTE_JOB_SECRET.")
-        self._token = None
-        return UnavailableError(f"{self.task} ({self.address}) is unavailable: {exc.code().name}: "
-                                f"{exc.details()}")
+        return UnauthenticatedError(f"{self.task} ({self.address}) refused this task: {exc.details()}. "
+                                    "Every task needs the same DISTRIBUTE_JOB_SECRET.")
 
     def close(self) -> None:
         """Closes the channel."""

@@ -26,6 +26,7 @@ from distribute._core.strategy import Strategy
 from distribute._core.replica_context import ValueContext
 from distribute._core.variables import Variable, make_initial_tensor
 from distribute.cluster_resolver.base import ClusterResolver
+from distribute.cluster_resolver.cluster_spec import ClusterSpec
 from distribute.cluster_resolver.job_secret import job_secret
 from distribute.ps import closure_state
 from distribute.ps.connections import Connections
@@ -35,7 +36,7 @@ from distribute.ps.unbuilt_dataset import UnbuiltDataset
 from distribute.ps.variables import PSVariable
 from distribute.strategies.multi_replica import MultiReplicaExtended
 
-__all__ = ["ParameterServerStrategy", "set_coordinator_factory"]
+__all__ = ["ParameterServerStrategy", "check_cluster", "cluster_addresses", "set_coordinator_factory"]
 
 log = logging.getLogger("distribute")
 
@@ -55,7 +56,7 @@ def check_cluster(resolver: Any) -> Dict[str, List[str]]:
     if not isinstance(resolver, ClusterResolver):
         raise TypeError("Expected `cluster_resolver` to be a distribute.cluster_resolver.ClusterResolver "
                         f"(TFConfigClusterResolver, SimpleClusterResolver, ...), received {resolver!r}.")
-    cluster = {job: [str(t) for t in _tasks(tasks)] for job, tasks in resolver.cluster_spec().as_dict().items()}
+    cluster = cluster_addresses(resolver.cluster_spec())
     if not cluster:
         raise ValueError("Cluster spec must be non-empty in `distribute.cluster_resolver.ClusterResolver`.")
     if not cluster.get("ps"):
@@ -67,9 +68,9 @@ def check_cluster(resolver: Any) -> Dict[str, List[str]]:
     return cluster
 
 
-def _tasks(tasks: Any) -> List[Any]:
-    """A job's addresses in task order (a ClusterSpec job may be a dict of index -> address)."""
-    return [tasks[k] for k in sorted(tasks)] if isinstance(tasks, dict) else list(tasks)
+def cluster_addresses(spec: ClusterSpec) -> Dict[str, List[str]]:
+    """Job name -> the addresses of its tasks, in index order."""
+    return {job: [a for a in spec.job_tasks(job) if a is not None] for job in spec.jobs}
 
 
 class ParameterServerStrategy(Strategy):

@@ -43,7 +43,7 @@ def test_row_updates_touch_only_their_rows_and_match_a_dense_step_on_them(cls, h
     store = _store(start)
     ids, rows = torch.tensor([1, 4]), torch.randn(2, 2)
     for _ in range(2):
-        store._apply_rows({"id": 0, "opt": _spec(cls, **hp)}, [ids, rows])
+        store._apply({"ids": [], "rows": [0], "opt": _spec(cls, **hp)}, [ids, rows])
     after = store._vars[0].tensor.detach()
     untouched = torch.tensor([0, 2, 3, 5])
     assert torch.equal(after[untouched], start[untouched])
