@@ -117,6 +117,17 @@ time.sleep(120)
 """
 
 
+def _wait_until_stopped(pid: int, limit: float = 5.0) -> None:
+    """Waits until ``/proc`` shows ``pid`` stopped (state T)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        time.sleep(0.005)
+    raise AssertionError(f"process {pid} did not stop within {limit} s of SIGSTOP")
+
+
 def test_a_client_finds_a_paused_store_again_and_a_dead_one_fails_fast() -> None:
     secret = "p" * 64
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
@@ -128,6 +139,7 @@ def test_a_client_finds_a_paused_store_again_and_a_dead_one_fails_fast() -> None
         store.set("a", "1")
         store.set_timeout(datetime.timedelta(seconds=0.5))
         os.kill(host.pid, signal.SIGSTOP)
+        _wait_until_stopped(host.pid)  # kill() returns before the process has stopped
         with pytest.raises(StoreTimeoutError, match="did not answer"):
             store.get("a")
         os.kill(host.pid, signal.SIGCONT)
